@@ -1,0 +1,221 @@
+"""The array-module shim: the one place where NumPy or CuPy is chosen.
+
+Everything else in dlscratch reaches array functions through this module, so that one code
+path runs on the CPU (NumPy) and on an NVIDIA GPU (CuPy). It is the only module that imports
+``cupy`` or ``cupyx``, and it imports them lazily: a CPU-only user never pays for the import.
+
+    from dlscratch import backend
+    backend.use("auto")            # CuPy when a GPU is really usable, else NumPy
+    xp = backend.xp                # the current array module
+    x = backend.to_gpu(numpy_array)
+    backend.synchronize()          # wait for queued GPU work (a no-op on NumPy)
+
+The environment variable ``DLSCRATCH_DEVICE`` (``cpu``, ``gpu`` or ``auto``) sets the backend
+at import time; without it dlscratch starts on the CPU, as PyTorch does.
+"""
+
+import os
+import platform
+import sys
+
+import numpy
+
+#: The current array module: ``numpy`` or ``cupy``. Read it as ``backend.xp`` (not
+#: ``from dlscratch.backend import xp``, which would freeze the value at import time).
+xp = numpy
+
+#: The ``cupy`` module once imported (by ``use``, a probe, or a GPU array seen), else None.
+cupy = None
+cupyx = None  # cupyx, imported with cupy
+_gpu_status = None  # (usable: bool, reason: str), probed once
+
+_NAMES = {"numpy": "numpy", "cpu": "numpy", "cupy": "cupy", "gpu": "cupy", "cuda": "cupy", "auto": "auto"}
+
+
+def _import_cupy():
+    """Import CuPy once; return the module, or None with the reason recorded."""
+    global cupy, cupyx, _gpu_status
+    if cupy is None and _gpu_status is None:
+        try:
+            import cupy as cupy_module
+            import cupyx as cupyx_module
+        except Exception as exc:  # ImportError, or a CUDA library that fails to load
+            _gpu_status = (False, f"CuPy cannot be imported ({type(exc).__name__}: {exc})")
+            return None
+        cupy, cupyx = cupy_module, cupyx_module
+    return cupy
+
+
+def gpu_available():
+    """True when CuPy imports and a CUDA device really runs a kernel.
+
+    ``import cupy`` succeeds on machines without a driver or device; CuPy only fails on first
+    use (``CUDARuntimeError``). So the probe runs a tiny computation and catches everything.
+    """
+    return _probe_gpu()[0]
+
+
+def gpu_unavailable_reason():
+    """Why there is no usable GPU ('' when there is one)."""
+    return _probe_gpu()[1]
+
+
+def _probe_gpu():
+    global _gpu_status
+    if _gpu_status is not None:
+        return _gpu_status
+    if _import_cupy() is None:
+        return _gpu_status
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            _gpu_status = (False, "CuPy is installed but sees no CUDA device")
+        else:
+            probe = cupy.arange(4, dtype=cupy.float32)
+            float((probe * probe).sum())
+            _gpu_status = (True, "")
+    except Exception as exc:  # CUDARuntimeError, CUDADriverError, missing libraries...
+        _gpu_status = (False, f"CuPy is installed but no GPU is usable ({type(exc).__name__}: {exc})")
+    return _gpu_status
+
+
+def use(name):
+    """Select the array module: ``"numpy"`` (alias ``"cpu"``), ``"cupy"`` (``"gpu"``) or ``"auto"``.
+
+    Returns the module chosen. Asking for the GPU where there is none raises ``RuntimeError``
+    that says why; ``"auto"`` falls back to NumPy silently.
+    """
+    global xp
+    key = _NAMES.get(str(name).lower())
+    if key is None:
+        raise ValueError(f"backend.use: unknown backend {name!r}; choose 'numpy'/'cpu', 'cupy'/'gpu' or 'auto'")
+    if key == "numpy" or (key == "auto" and not gpu_available()):
+        xp = numpy
+    elif gpu_available():
+        xp = cupy
+    else:
+        raise RuntimeError(
+            f"backend.use({name!r}): no usable GPU: {gpu_unavailable_reason()}. "
+            "In Colab choose Runtime > Change runtime type > GPU; elsewhere install CuPy "
+            "for your CUDA version (pip install cupy-cuda12x), or use 'cpu'."
+        )
+    return xp
+
+
+def name():
+    """The current backend's name: ``"numpy"`` or ``"cupy"``."""
+    return xp.__name__
+
+
+def device():
+    """The current device: ``"cpu"`` or ``"gpu"``."""
+    return "cpu" if xp is numpy else "gpu"
+
+
+def module_for(device):
+    """The array module for ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy; alias ``"cuda"``)."""
+    device = str(device).lower()
+    if device == "cpu":
+        return numpy
+    if device in ("gpu", "cuda"):
+        if not gpu_available():
+            raise RuntimeError(f"no usable GPU: {gpu_unavailable_reason()}")
+        return cupy
+    raise ValueError(f"unknown device {device!r}; use 'cpu' or 'gpu'")
+
+
+def cupy_loaded():
+    """True once CuPy has been imported (by dlscratch or by the user)."""
+    return cupy is not None or "cupy" in sys.modules
+
+
+def is_gpu_array(a):
+    """True for a CuPy array."""
+    return not isinstance(a, numpy.ndarray) and type(a).__module__.partition(".")[0] == "cupy"
+
+
+def get_array_module(*arrays):
+    """The module (``numpy`` or ``cupy``) of the given arrays; NumPy for scalars and lists."""
+    if cupy is None and "cupy" not in sys.modules:
+        return numpy
+    for a in arrays:
+        if is_gpu_array(a):
+            return _import_cupy()
+    return numpy
+
+
+def to_gpu(x):
+    """Copy an array (or scalar, or list) to the GPU; CuPy arrays are returned as they are."""
+    if is_gpu_array(x):
+        return x
+    if not gpu_available():
+        raise RuntimeError(f"to_gpu: no usable GPU: {gpu_unavailable_reason()}")
+    return cupy.asarray(x)
+
+
+def to_cpu(x):
+    """Copy an array to host memory as a NumPy array; NumPy arrays are returned as they are."""
+    if is_gpu_array(x):
+        return x.get()
+    return numpy.asarray(x)
+
+
+asnumpy = to_cpu
+
+
+def synchronize():
+    """Wait until all queued GPU work is done. Every GPU timing must end with this."""
+    if cupy is not None and _gpu_status is not None and _gpu_status[0]:
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def scatter_add(a, indices, values):
+    """In place ``a[indices] += values`` where repeated indices all add up (NumPy's ``add.at``)."""
+    if is_gpu_array(a):
+        cupyx.scatter_add(a, indices, values)
+    else:
+        numpy.add.at(a, indices, values)
+
+
+_kernels = {}  # compiled elementwise kernels, by their source
+
+
+def elementwise_kernel(in_params, out_params, body, name):
+    """A ``cupy.ElementwiseKernel`` (made once per source, then cached; CUDA compiles it on first call).
+
+    The kernel runs one thread per output element; ``i`` is that element's index. Only CuPy has
+    kernels: on a machine without a usable GPU this raises ``RuntimeError`` saying why.
+    """
+    key = (in_params, out_params, body, name)
+    if key not in _kernels:
+        if not gpu_available():
+            raise RuntimeError(
+                f"elementwise_kernel {name!r} needs CuPy and a GPU: {gpu_unavailable_reason()}; "
+                "on NumPy use a method that does not need a kernel"
+            )
+        _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, body, name)
+    return _kernels[key]
+
+
+def describe():
+    """One line naming the backend, the device and the library versions."""
+    python = platform.python_version()
+    if xp is numpy:
+        cores = os.cpu_count() or 1
+        return f"backend: numpy {numpy.__version__} on CPU ({platform.machine()}, {cores} cores), Python {python}"
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    gpu = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    cuda = cupy.cuda.runtime.runtimeGetVersion()
+    return (
+        f"backend: cupy {cupy.__version__} on GPU ({gpu}, CUDA runtime {cuda // 1000}.{cuda % 1000 // 10}), "
+        f"numpy {numpy.__version__}, Python {python}"
+    )
+
+
+def _from_environment():
+    choice = os.environ.get("DLSCRATCH_DEVICE", "cpu").strip().lower() or "cpu"
+    if choice not in ("cpu", "gpu", "auto"):
+        raise ValueError(f"DLSCRATCH_DEVICE={choice!r} is not one of 'cpu', 'gpu', 'auto'")
+    use(choice)
+
+
+_from_environment()

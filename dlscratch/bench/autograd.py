@@ -1,0 +1,148 @@
+"""Suite "autograd": what recording a graph and backpropagating through it cost per operation.
+
+A chain of elementwise operations (add a constant, multiply by a constant, twice, then tanh;
+repeating) on float32 arrays runs five ways:
+
+- raw arrays, forward;
+- raw arrays, forward and a hand-written backward of the same arithmetic (the fair baseline);
+- dlscratch forward under ``no_grad`` (tensors, no graph);
+- dlscratch forward, recording the graph;
+- dlscratch forward and ``backward()``.
+
+Both sides run the same loop, so on small arrays, where arithmetic is nearly free, the
+difference per operation is the framework's own cost. On large arrays arithmetic dominates,
+and memory shows: the recorded graph keeps every intermediate array alive until backward,
+where the hand-written version keeps only the tanh outputs. When the graph is freed, glibc
+may return its memory to the OS and page-fault it back on the next call, more or less so
+depending on what ran before: compare the large-array rows within one run only.
+"""
+
+import numpy
+
+from .. import backend
+from ..creation import generator
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+from .timing import format_table, measure_interleaved, median
+
+PATTERN = ("add", "mul", "add", "mul", "tanh")
+TARGET_US = 5.0  # framework overhead per op, forward + backward, on a 2-core CPU
+DEZERO_US = 10.7  # DeZero 0.0.13 on the same chain
+REPEAT = 7
+# (array shape, number of ops): small arrays show the overhead; large ones, the arithmetic.
+SIZES = [((16, 16), 1000), ((256, 256), 200)]
+QUICK_SIZES = [((4, 4), 20), ((32, 32), 10)]
+QUICK_REPEAT = 2
+HEADERS = ["size", "ops", "variant", "µs/op", "overhead µs/op", "x raw"]
+
+
+def forward(y, ops, c, k, tanh):
+    """The chain: ``y + c``, ``y * k`` or ``tanh(y)`` per op; arrays or tensors alike."""
+    for op in ops:
+        if op == "add":
+            y = y + c
+        elif op == "mul":
+            y = y * k
+        else:
+            y = tanh(y)
+    return y
+
+
+def raw_forward_backward(x, ops, c, k, seed, tanh):
+    """The chain's forward on raw arrays, then its gradient by hand: the gradient of ``x``."""
+    saved = []
+    y = x
+    for op in ops:
+        if op == "add":
+            y = y + c
+        elif op == "mul":
+            y = y * k
+        else:
+            y = tanh(y)
+            saved.append(y)
+    g = seed
+    for op in reversed(ops):
+        if op == "mul":
+            g = g * k
+        elif op == "tanh":
+            y = saved.pop()
+            g = g * (1 - y * y)
+    return g
+
+
+def variants(shape, n):
+    """The five timed callables for a chain of ``n`` ops on arrays of ``shape``, by row name."""
+    xp = backend.xp
+    rng = generator(xp)
+    x = rng.random(shape, dtype=numpy.float32) * 2 - 1
+    c = xp.full(shape, 0.1, dtype=numpy.float32)
+    k = xp.full(shape, 0.9, dtype=numpy.float32)
+    seed = xp.ones(shape, dtype=numpy.float32)
+    ops = [PATTERN[i % len(PATTERN)] for i in range(n)]
+    xt, ct, kt = Tensor(x, requires_grad=True), Tensor(c), Tensor(k)
+
+    def forward_no_grad():
+        with no_grad():
+            forward(xt, ops, ct, kt, Tensor.tanh)
+
+    def forward_backward():
+        xt.zero_grad()
+        forward(xt, ops, ct, kt, Tensor.tanh).backward(seed)
+
+    forward_backward()
+    expected = raw_forward_backward(x, ops, c, k, seed, xp.tanh)
+    if not xp.allclose(xt.grad.data, expected, rtol=1e-4, atol=1e-6):
+        raise RuntimeError("autograd bench: dlscratch's gradient differs from the hand-written one")
+    name = xp.__name__
+    return {
+        f"{name} forward": lambda: forward(x, ops, c, k, xp.tanh),
+        f"{name} forward+backward": lambda: raw_forward_backward(x, ops, c, k, seed, xp.tanh),
+        "dlscratch forward, no_grad": forward_no_grad,
+        "dlscratch forward": lambda: forward(xt, ops, ct, kt, Tensor.tanh),
+        "dlscratch forward+backward": forward_backward,
+    }
+
+
+def rows_for(shape, n, repeat, quick):
+    """Table rows for one size: µs per op, and the overhead against the matching raw variant."""
+    fns = variants(shape, n)
+    times = measure_interleaved(fns, repeat=repeat, number=1 if quick else None)
+    us = {name: median(t) / n * 1e6 for name, t in times.items()}
+    raw_fwd, raw_fwd_bwd = list(us)[:2]
+    baseline = {"dlscratch forward, no_grad": raw_fwd, "dlscratch forward": raw_fwd,
+                "dlscratch forward+backward": raw_fwd_bwd}
+    size = "x".join(map(str, shape))
+    rows = []
+    for name, value in us.items():
+        base = baseline.get(name)
+        extra = ["-", "-"] if base is None else [f"{value - us[base]:.2f}", f"{value / us[base]:.2f}"]
+        rows.append([size, str(n), name, f"{value:.2f}", *extra])
+    return rows
+
+
+def run(repeat=None, quick=False):
+    """Time the chain at each size, print the table and the target; return ``(headers, rows)``."""
+    sizes, repeat = (QUICK_SIZES, repeat or QUICK_REPEAT) if quick else (SIZES, repeat or REPEAT)
+    print(
+        f"autograd: a chain of elementwise ops ({', '.join(PATTERN)}, repeating) on float32 arrays; "
+        f"median of {repeat} interleaved repeats"
+    )
+    rows = [row for shape, n in sizes for row in rows_for(shape, n, repeat, quick)]
+    print(format_table(HEADERS, rows))
+    for line in summary(rows, quick):
+        print(line)
+    return HEADERS, rows
+
+
+def summary(rows, quick):
+    """The verdict against the target at the smallest size, and the ratio at the largest."""
+    fwd_bwd = [row for row in rows if row[2] == "dlscratch forward+backward"]
+    small, large = fwd_bwd[0], fwd_bwd[-1]
+    verdict = "quick mode: too few ops to judge" if quick else "met" if float(small[4]) < TARGET_US else "NOT met"
+    return [
+        f"framework overhead per op, forward+backward, {small[0]}: {small[4]} µs "
+        f"(target < {TARGET_US:g} µs on a 2-core CPU: {verdict}; DeZero 0.0.13: about {DEZERO_US} µs)",
+        f"at {large[0]}, dlscratch forward+backward takes {large[5]}x the time of the hand-written version: "
+        "memory, not Python (the graph holds every intermediate array, and once it is freed the allocator "
+        "may return that memory to the OS and page-fault it back on the next call)",
+    ]

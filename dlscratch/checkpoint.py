@@ -1,0 +1,170 @@
+"""Checkpoints: ``save(obj, path)`` and ``load(path)`` for model and optimizer state.
+
+    dlscratch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": 3}, "mnist.npz")
+    state = dlscratch.load("mnist.npz")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+
+The file is a NumPy ``.npz`` archive written and read with ``allow_pickle=False``, so loading one
+never runs code (a pickle can). Each array is one entry (``arr_0``, ``arr_1``, ...; Tensors and
+CuPy arrays are copied to the host first); the structure around them (dicts, lists, tuples,
+numbers, strings, booleans, None) is a JSON manifest stored as a string array. Host-only code:
+it uses NumPy directly.
+"""
+
+import contextlib
+import json
+import os
+import uuid
+import zipfile
+
+import numpy
+
+from . import backend
+from .tensor import Tensor
+
+MANIFEST = "__dlscratch__"
+FORMAT = "dlscratch-checkpoint"
+VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A file that is not a dlscratch checkpoint, or a damaged one."""
+
+
+def save(obj, path):
+    """Write ``obj`` to ``path`` (name it ``.npz``), atomically: the archive goes to a temporary
+    file in the same folder, which then replaces ``path`` in one step, so a crash or an error
+    never leaves a half-written checkpoint (an existing one stays as it was).
+
+    obj: nested dicts (str or int keys), lists and tuples of Tensors, NumPy or CuPy arrays, NumPy
+    scalars, Python numbers, strings, booleans and None (state dicts, and dicts holding them).
+    """
+    arrays = {}
+    root = _encode(obj, arrays, "obj")
+    arrays[MANIFEST] = numpy.array(json.dumps({"format": FORMAT, "version": VERSION, "root": root}))
+    _write_atomically(os.fspath(path), arrays)
+
+
+def load(path, device=None):
+    """The object saved at ``path``, with the same structure (dicts come back as dicts, Tensors
+    as arrays): arrays are NumPy arrays, or on ``device`` (``"cpu"`` or ``"gpu"``) when given.
+    Raises ``CheckpointError`` for a file that is not a dlscratch checkpoint or is damaged."""
+    move = backend.to_cpu if device is None or backend.module_for(device) is numpy else backend.to_gpu
+    manifest, arrays = _read(os.fspath(path))
+    try:
+        return _decode(manifest["root"], arrays, move)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointError(f"load: {path} has a damaged manifest ({type(exc).__name__}: {exc})") from exc
+
+
+def _encode(obj, arrays, where):
+    """The manifest node of ``obj``, adding its arrays to ``arrays``; ``where`` names the place for errors.
+
+    Nodes: a JSON value for None, bools, ints, floats and strings; ``{"dict": [[key, node], ...]}``,
+    ``{"list": [...]}``, ``{"tuple": [...]}``; ``{"array": name}``; ``{"scalar": name}`` for NumPy scalars.
+    """
+    if isinstance(obj, Tensor):
+        obj = obj.data
+    if isinstance(obj, numpy.generic):  # before float: numpy.float64 is a subclass of float
+        return {"scalar": _add_array(numpy.asarray(obj), arrays, where)}
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, numpy.ndarray) or backend.is_gpu_array(obj):
+        return {"array": _add_array(backend.to_cpu(obj), arrays, where)}
+    if isinstance(obj, dict):
+        return {"dict": [[_check_key(key, where), _encode(value, arrays, f"{where}[{key!r}]")]
+                         for key, value in obj.items()]}
+    if isinstance(obj, (list, tuple)):
+        kind = "tuple" if isinstance(obj, tuple) else "list"
+        return {kind: [_encode(value, arrays, f"{where}[{i}]") for i, value in enumerate(obj)]}
+    raise TypeError(
+        f"save: cannot store a {type(obj).__name__} at {where}; a checkpoint holds dicts, lists and tuples of "
+        "Tensors, NumPy or CuPy arrays, numbers, strings, booleans and None (save a model's state_dict(), "
+        "not the model)"
+    )
+
+
+def _add_array(array, arrays, where):
+    if array.dtype.hasobject:
+        raise TypeError(f"save: the array at {where} holds Python objects, which cannot be stored without pickle")
+    name = f"arr_{len(arrays)}"
+    arrays[name] = array
+    return name
+
+
+def _check_key(key, where):
+    if isinstance(key, bool) or not isinstance(key, (str, int)):
+        raise TypeError(f"save: dict keys must be strings or integers, got {key!r} in {where}")
+    return key
+
+
+def _decode(node, arrays, move):
+    """The object that manifest ``node`` describes, with arrays moved by ``move``."""
+    if not isinstance(node, dict):
+        return node
+    (kind, body), = node.items()
+    if kind == "dict":
+        return {key: _decode(value, arrays, move) for key, value in body}
+    if kind in ("list", "tuple"):
+        items = [_decode(value, arrays, move) for value in body]
+        return items if kind == "list" else tuple(items)
+    if kind == "array":
+        return move(arrays[body])
+    if kind == "scalar":
+        return arrays[body][()]
+    raise ValueError(f"unknown node {kind!r}")
+
+
+def _write_atomically(path, arrays):
+    """``numpy.savez`` into a temporary file beside ``path``, then ``os.replace`` it onto ``path``."""
+    folder, name = os.path.split(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"save: the folder {folder} does not exist; create it first (os.makedirs)")
+    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(temporary, "xb") as f:
+            numpy.savez(f, allow_pickle=False, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise
+
+
+def _read(path):
+    """The manifest and every array of the checkpoint at ``path``, read in full (the file is closed)."""
+    damaged = (ValueError, EOFError, OSError, KeyError, zipfile.BadZipFile)
+    try:
+        archive = numpy.load(path, allow_pickle=False)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except damaged as exc:
+        raise CheckpointError(_unreadable(path, exc)) from exc
+    if not isinstance(archive, numpy.lib.npyio.NpzFile):
+        raise CheckpointError(f"load: {path} holds one NumPy array (a .npy file), not a dlscratch checkpoint; "
+                              "read it with numpy.load")
+    with archive:
+        if MANIFEST not in archive.files:
+            raise CheckpointError(f"load: {path} is an .npz archive but not a dlscratch checkpoint (it has no "
+                                  f"{MANIFEST} entry); read it with numpy.load")
+        try:
+            manifest = json.loads(archive[MANIFEST].item())
+            arrays = {name: archive[name] for name in archive.files if name != MANIFEST}
+        except damaged as exc:
+            raise CheckpointError(_unreadable(path, exc)) from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or "root" not in manifest:
+        raise CheckpointError(f"load: {path} has a {MANIFEST} entry that is not a dlscratch manifest")
+    if manifest.get("version") != VERSION:
+        raise CheckpointError(f"load: {path} is a version {manifest.get('version')} checkpoint; this dlscratch "
+                              f"reads version {VERSION}; upgrade dlscratch")
+    return manifest, arrays
+
+
+def _unreadable(path, exc):
+    return (
+        f"load: {path} is not a dlscratch checkpoint, or it is damaged (truncated or partly overwritten): "
+        f"{type(exc).__name__}: {exc}. Use another copy, or save it again with dlscratch.save"
+    )

@@ -1,0 +1,78 @@
+"""Making tensors: ``tensor``, ``zeros``, ``ones``, ``randn``... on the current backend, and
+``manual_seed`` for the random ones. Floating-point results are float32 unless asked otherwise."""
+
+import numpy
+
+from . import backend
+from .tensor import DEFAULT_FLOAT, Tensor
+
+_generators = {}  # one random generator per array module, all seeded by manual_seed
+_seed = [None]
+
+
+def manual_seed(seed):
+    """Seed dlscratch's random generators (NumPy's and, when used, CuPy's) and NumPy's global one."""
+    _seed[0] = int(seed)
+    _generators.clear()
+    numpy.random.seed(_seed[0])
+
+
+def generator(xp=None):
+    """The random ``Generator`` for array module ``xp`` (default: the current backend)."""
+    xp = xp or backend.xp
+    if xp not in _generators:
+        _generators[xp] = xp.random.default_rng(_seed[0])
+    return _generators[xp]
+
+
+def _xp(device):
+    return backend.xp if device is None else backend.module_for(device)
+
+
+def _shape(shape):
+    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+
+
+def tensor(data, requires_grad=False, dtype=None, device=None):
+    """A tensor from a list, number or array (PyTorch's ``torch.tensor``)."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+
+
+def zeros(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    return Tensor(_xp(device).zeros(_shape(shape), dtype=dtype), requires_grad=requires_grad, dtype=dtype)
+
+
+def ones(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    return Tensor(_xp(device).ones(_shape(shape), dtype=dtype), requires_grad=requires_grad, dtype=dtype)
+
+
+def zeros_like(t, requires_grad=False):
+    return Tensor(backend.get_array_module(t.data).zeros_like(t.data), requires_grad=requires_grad, dtype=t.dtype)
+
+
+def ones_like(t, requires_grad=False):
+    return Tensor(backend.get_array_module(t.data).ones_like(t.data), requires_grad=requires_grad, dtype=t.dtype)
+
+
+def arange(*args, dtype=None, device=None):
+    return Tensor(_xp(device).arange(*args, dtype=dtype))
+
+
+def randn(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    """Standard normal samples of ``shape``."""
+    xp = _xp(device)
+    data = generator(xp).standard_normal(_shape(shape), dtype=numpy.dtype(dtype))
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def rand(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    """Uniform samples in [0, 1) of ``shape``."""
+    xp = _xp(device)
+    data = generator(xp).random(_shape(shape), dtype=numpy.dtype(dtype))
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def randint(low, high, shape, device=None):
+    """Integers in [low, high) of ``shape`` (int64)."""
+    xp = _xp(device)
+    return Tensor(generator(xp).integers(low, high, size=shape, dtype=numpy.int64))

@@ -1,0 +1,91 @@
+"""Downloading a file safely: stream into a temporary file, check it, then move it into place.
+
+    download(["https://mirror-a/f.gz", "https://mirror-b/f.gz"], "data/f.gz", md5="...")
+
+The temporary file lives in the destination's folder, so the final ``os.replace`` is atomic: a
+reader sees either no file or the whole, checked file, never a half-written one. Mirrors are
+tried in order; the error after the last one says why each failed.
+"""
+
+import hashlib
+import os
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+CHUNK = 1 << 16  # bytes read per step of the progress bar
+
+
+class ChecksumError(ValueError):
+    """A file whose MD5 is not the expected one."""
+
+
+class DownloadError(OSError):
+    """Every mirror failed; the message lists each one and why."""
+
+
+def md5_hex(data):
+    """The MD5 hex digest of ``data`` (bytes)."""
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+def download(urls, dest, md5=None, content=None, progress=True, timeout=30):
+    """Download ``dest`` from the first of ``urls`` that works, and return its ``Path``.
+
+    md5: the expected MD5 hex digest of ``content(path)`` (default: the file's bytes), checked
+        before the file is moved into place. ``content`` lets a caller check what a file holds
+        rather than its bytes (e.g. the decompressed data of a gzip file).
+    progress: show a tqdm progress bar (a widget in notebooks, text in a terminal).
+    """
+    dest = Path(dest)
+    if isinstance(urls, str):
+        urls = [urls]
+    if not urls:
+        raise ValueError(f"download({dest.name}): no URL given")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    failures = []
+    for url in urls:
+        try:
+            _fetch(url, dest, md5, content or Path.read_bytes, progress, timeout)
+            return dest
+        except Exception as exc:  # any failure of one mirror: try the next (KeyboardInterrupt stops)
+            failures.append(f"  {url}: {type(exc).__name__}: {exc}")
+    raise DownloadError(
+        f"could not download {dest.name} into {dest.parent}; every mirror failed:\n" + "\n".join(failures)
+        + f"\nCheck your connection, or download {dest.name} by hand into {dest.parent}."
+    )
+
+
+def _fetch(url, dest, md5, content, progress, timeout):
+    """Stream ``url`` into a temporary file beside ``dest``, check it, and move it to ``dest``."""
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    tmp = Path(tmp)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _stream(url, out, dest.name, progress, timeout)
+        if md5 is not None:
+            got = md5_hex(content(tmp))
+            if got != md5:
+                raise ChecksumError(f"the downloaded {dest.name} has MD5 {got}, expected {md5}")
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the final file should read like any other
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)  # after a success os.replace has already moved it
+
+
+def _stream(url, out, name, progress, timeout):
+    """Copy the body of ``url`` into the open file ``out``, with a progress bar."""
+    request = urllib.request.Request(url, headers={"User-Agent": "dlscratch"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        length = response.headers.get("Content-Length")
+        total = int(length) if length is not None else None
+        received = 0
+        with tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024, disable=not progress) as bar:
+            while chunk := response.read(CHUNK):
+                out.write(chunk)
+                received += len(chunk)
+                bar.update(len(chunk))
+    if total is not None and received != total:
+        raise ConnectionError(f"the connection closed after {received} of {total} bytes")

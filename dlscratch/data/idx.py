@@ -1,0 +1,82 @@
+"""Reading IDX files, the format of the original MNIST files, gzipped or raw.
+
+An IDX file is a big-endian header followed by unsigned bytes:
+
+    images: magic 2051 (0x00000803), count, rows, cols, then count*rows*cols pixels
+    labels: magic 2049 (0x00000801), count, then count labels
+
+Host-only code: it reads files into NumPy arrays.
+"""
+
+import gzip
+import struct
+import zlib
+from pathlib import Path
+
+import numpy
+
+GZIP_MAGIC = b"\x1f\x8b"
+IMAGES_MAGIC, LABELS_MAGIC = 2051, 2049
+_NDIM = {IMAGES_MAGIC: 3, LABELS_MAGIC: 1}
+
+
+class IDXError(ValueError):
+    """A file that is not a valid IDX file: damaged, truncated or of another format."""
+
+
+def _advice(path):
+    return (
+        f"Delete {path} and run again to download it afresh, or put a good copy of "
+        f"{path.name} in {path.parent} by hand."
+    )
+
+
+def read_bytes(path):
+    """The content of ``path``: decompressed when it starts with the gzip magic bytes, else as it is."""
+    path = Path(path)
+    data = path.read_bytes()
+    if data[:2] != GZIP_MAGIC:
+        return data
+    try:
+        return gzip.decompress(data)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise IDXError(f"{path}: the gzip stream is damaged or truncated ({exc}). {_advice(path)}") from exc
+
+
+def parse_idx(data, path="<bytes>"):
+    """The uint8 array held by IDX bytes ``data``: images (count, rows, cols) or labels (count,).
+
+    ``path`` only names the source in error messages. The array is a read-only view of ``data``.
+    """
+    path = Path(path)
+    if len(data) < 8:
+        raise IDXError(f"{path}: {len(data)} bytes is too short for an IDX header. {_advice(path)}")
+    (magic,) = struct.unpack(">I", data[:4])
+    if magic not in _NDIM:
+        raise IDXError(
+            f"{path}: bad magic number {magic} (expected {IMAGES_MAGIC} for images or {LABELS_MAGIC} "
+            f"for labels): this is not an IDX file of unsigned bytes. {_advice(path)}"
+        )
+    header = 4 + 4 * _NDIM[magic]
+    if len(data) < header:
+        raise IDXError(f"{path}: the IDX header is truncated ({len(data)} of {header} bytes). {_advice(path)}")
+    shape = struct.unpack(f">{_NDIM[magic]}I", data[4:header])
+    if magic == IMAGES_MAGIC and 0 in shape[1:]:
+        raise IDXError(f"{path}: images of size {shape[1]}x{shape[2]} make no sense. {_advice(path)}")
+    expected, got = int(numpy.prod(shape)), len(data) - header
+    if got < expected:
+        raise IDXError(
+            f"{path}: the file is truncated: the header announces {shape} = {expected} bytes of data, "
+            f"but only {got} follow. {_advice(path)}"
+        )
+    if got > expected:
+        raise IDXError(
+            f"{path}: {got - expected} unexpected bytes follow the {expected} bytes of data announced by "
+            f"the header {shape}. {_advice(path)}"
+        )
+    return numpy.frombuffer(data, dtype=numpy.uint8, offset=header).reshape(shape)
+
+
+def read_idx(path):
+    """The uint8 array stored in the IDX file ``path`` (gzipped or raw). See ``parse_idx``."""
+    return parse_idx(read_bytes(path), path)

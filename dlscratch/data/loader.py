@@ -1,0 +1,101 @@
+"""``DataLoader``: mini-batches of Tensors on the current device.
+
+    loader = DataLoader(TensorDataset(images, labels), batch_size=128, shuffle=True, seed=0)
+    for x, y in loader:          # x: (128, 1, 28, 28) float32, y: (128,) int64
+        ...
+
+A batch is gathered with one vectorised index per array (``images[indices]``) when the dataset
+allows it (``batch_indexing``), else by stacking its samples one by one, and is moved to the
+device once. Floating-point arrays become float32 and integer arrays int64 (class labels).
+"""
+
+import numpy
+
+from .. import backend, creation
+from ..tensor import Tensor
+from .dataset import _as_array
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in batches of ``batch_size`` samples.
+
+    shuffle: visit the samples in a fresh random order each epoch (each pass of a ``for`` loop).
+    drop_last: skip the last batch when it has fewer than ``batch_size`` samples.
+    seed: seeds this loader's own random generator, so the same seed gives the same batches;
+        with None the order comes from dlscratch's generator (``dlscratch.manual_seed``).
+    Yields a tuple of Tensors when the dataset's samples are tuples, else one Tensor.
+    """
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None):
+        _check_arguments(dataset, batch_size, shuffle, drop_last, seed)
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self.seed = seed
+        self._rng = None if seed is None else numpy.random.default_rng(seed)
+
+    def __len__(self):
+        """The number of batches per epoch."""
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self):
+        n = len(self.dataset)
+        rng = self._rng if self._rng is not None else creation.generator(numpy)
+        order = rng.permutation(n) if self.shuffle else numpy.arange(n)
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            yield self._batch(order[start:start + self.batch_size])
+
+    def _batch(self, indices):
+        if getattr(self.dataset, "batch_indexing", False):
+            batch = self.dataset[indices]
+        else:
+            batch = _collate([self.dataset[int(i)] for i in indices])
+        if isinstance(batch, (tuple, list)):
+            return tuple(_to_tensor(a) for a in batch)
+        return _to_tensor(batch)
+
+    def __repr__(self):
+        return (
+            f"DataLoader({type(self.dataset).__name__} of {len(self.dataset)}, batch_size={self.batch_size}, "
+            f"shuffle={self.shuffle}, drop_last={self.drop_last}, seed={self.seed})"
+        )
+
+
+def _check_arguments(dataset, batch_size, shuffle, drop_last, seed):
+    if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+        raise TypeError(
+            f"DataLoader: the dataset needs __len__ and __getitem__ (e.g. a TensorDataset), "
+            f"got {type(dataset).__name__}"
+        )
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, numpy.integer)) or batch_size < 1:
+        raise ValueError(f"DataLoader: batch_size must be a positive integer, got {batch_size!r}")
+    for name, value in (("shuffle", shuffle), ("drop_last", drop_last)):
+        if not isinstance(value, (bool, numpy.bool_)):
+            raise TypeError(f"DataLoader: {name} must be True or False, got {value!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, numpy.integer)) or seed < 0):
+        raise ValueError(f"DataLoader: seed must be None or a non-negative integer, got {seed!r}")
+
+
+def _collate(samples):
+    """One batch from a list of samples: tuples of fields are stacked field by field."""
+    if isinstance(samples[0], (tuple, list)):
+        return tuple(_stack([s[k] for s in samples]) for k in range(len(samples[0])))
+    return _stack(samples)
+
+
+def _stack(items):
+    arrays = [_as_array(x) for x in items]
+    return backend.get_array_module(*arrays).stack(arrays)
+
+
+def _to_tensor(array):
+    """A batch array as a Tensor on the current device: floats as float32, integers as int64."""
+    array = _as_array(array)
+    if array.dtype.kind == "f":
+        array = array.astype(numpy.float32, copy=False)
+    elif array.dtype.kind in "iu":
+        array = array.astype(numpy.int64, copy=False)
+    array = backend.to_cpu(array) if backend.xp is numpy else backend.to_gpu(array)
+    return Tensor(array)

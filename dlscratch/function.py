@@ -1,0 +1,104 @@
+"""``Function``: one differentiable operation, a node of the computation graph.
+
+A subclass writes ``forward`` on raw arrays (NumPy or CuPy) and ``backward`` right beside it,
+saving in ``forward`` whatever ``backward`` needs. Calling an instance on tensors runs
+``forward`` and, when any input requires grad (and recording is on), links the output
+tensors to the function. The function holds its inputs strongly and its outputs by weak
+reference, so a graph is freed as soon as the last tensor of it goes.
+
+    class Exp(Function):
+        def forward(self, x):
+            self.y = xp_of(x).exp(x)
+            return self.y
+        def backward(self, gy):
+            return gy * self.y
+"""
+
+import itertools
+import operator
+import weakref
+
+from . import backend
+from .grad_mode import _state
+from .tensor import Tensor, as_tensor
+
+_creation_order = itertools.count()
+_data = operator.attrgetter("data")
+
+
+class Function:
+    """Base class of differentiable operations. See the module docstring."""
+
+    inputs = ()
+    outputs = ()
+    seq = -1  # creation number, set when recorded; backward runs in decreasing seq
+
+    @property
+    def name(self):
+        """The name errors use; a subclass sets ``name = "..."`` where its public name differs."""
+        return type(self).__name__.lower()
+
+    def __call__(self, *inputs):
+        for x in inputs:
+            if type(x) is not Tensor:
+                inputs = _wrap_constants(inputs)
+                break
+        if backend.cupy is not None:
+            _check_same_device(self, inputs)
+        try:
+            ys = self.forward(*map(_data, inputs))
+        except ValueError as exc:
+            shapes = ", ".join(str(x.shape) for x in inputs)
+            raise ValueError(f"{self.name}: {exc} (input shapes: {shapes})") from exc
+        record = False
+        if _state.enabled:
+            for x in inputs:
+                if x.requires_grad:
+                    record = True
+                    break
+        if type(ys) is tuple:
+            outputs = tuple(Tensor._make(y, record) for y in ys)
+        else:
+            outputs = Tensor._make(ys, record)
+        if record:
+            self.seq = next(_creation_order)
+            self.inputs = inputs
+            if type(outputs) is tuple:
+                for out in outputs:
+                    out.creator = self
+                self.outputs = [weakref.ref(out) for out in outputs]
+            else:
+                outputs.creator = self
+                self.outputs = (weakref.ref(outputs),)
+        return outputs
+
+    def forward(self, *xs):
+        """Compute the output array(s) from input arrays."""
+        raise NotImplementedError(f"{type(self).__name__}.forward")
+
+    def backward(self, *gys):
+        """Given the gradient of each output, return the gradient of each input (None: none)."""
+        raise NotImplementedError(f"{type(self).__name__}.backward")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+
+def _wrap_constants(inputs):
+    """Turn plain numbers and arrays among ``inputs`` into constant tensors.
+
+    Python and NumPy scalars are weak, as Python scalars are in NumPy 2: ``x * 2.0`` stays
+    float32 for a float32 ``x``, and so does ``x * numpy.float64(2.0)``.
+    """
+    like = next((x for x in inputs if isinstance(x, Tensor)), None)
+    return tuple(x if isinstance(x, Tensor) else as_tensor(x, like) for x in inputs)
+
+
+def _check_same_device(fn, inputs):
+    devices = [x.device for x in inputs]
+    if len(set(devices)) > 1:
+        where = ", ".join(f"input {i} is on {d}" for i, d in enumerate(devices))
+        raise RuntimeError(
+            f"{fn.name}: tensors are on different devices ({where}); move them to one device "
+            "first, e.g. x.to('gpu') or x.to('cpu')"
+        )

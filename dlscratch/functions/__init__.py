@@ -1,0 +1,25 @@
+"""The differentiable operations, one small ``Function`` subclass each, grouped by kind."""
+
+from .arithmetic import add, div, mul, neg, pow, sub
+from .broadcast import broadcast_to, sum_to, sum_to_shape
+from .conv import conv2d
+from .conversion import astype, to_device
+from .dropout import dropout
+from .elementwise import abs_, exp, log, relu, sigmoid, sqrt, tanh
+from .im2col import col2im, im2col
+from .indexing import getitem
+from .joining import concatenate, stack
+from .loss import cross_entropy, mse_loss
+from .matmul import linear, matmul
+from .pooling import avg_pool2d, max_pool2d
+from .reduction import amax, mean, sum
+from .shape import flatten, permute, reshape, squeeze, transpose, unsqueeze
+from .softmax import log_softmax, softmax
+
+__all__ = [
+    "abs_", "add", "amax", "astype", "broadcast_to", "concatenate", "cross_entropy", "div", "dropout", "exp",
+    "flatten", "getitem", "linear", "log", "log_softmax", "matmul", "mean", "mse_loss", "mul",
+    "neg", "permute", "pow", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "stack",
+    "sub", "sum", "sum_to", "sum_to_shape", "tanh", "to_device", "transpose", "unsqueeze",
+    "avg_pool2d", "col2im", "conv2d", "im2col", "max_pool2d",
+]

@@ -1,0 +1,108 @@
+"""The arithmetic operators: ``+ - * / **`` and unary minus, with NumPy broadcasting."""
+
+from ..backend import get_array_module
+from ..function import Function
+from .broadcast import sum_to
+
+
+class Add(Function):
+    def forward(self, a, b):
+        self.a_shape, self.b_shape = a.shape, b.shape
+        return a + b
+
+    def backward(self, gy):
+        a, b = self.inputs
+        return (
+            sum_to(gy, self.a_shape) if a.requires_grad else None,
+            sum_to(gy, self.b_shape) if b.requires_grad else None,
+        )
+
+
+class Sub(Function):
+    def forward(self, a, b):
+        self.a_shape, self.b_shape = a.shape, b.shape
+        return a - b
+
+    def backward(self, gy):
+        a, b = self.inputs
+        return (
+            sum_to(gy, self.a_shape) if a.requires_grad else None,
+            sum_to(-gy, self.b_shape) if b.requires_grad else None,
+        )
+
+
+class Mul(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a * b
+
+    def backward(self, gy):
+        a, b = self.inputs
+        return (
+            sum_to(gy * self.b, self.a.shape) if a.requires_grad else None,
+            sum_to(gy * self.a, self.b.shape) if b.requires_grad else None,
+        )
+
+
+class Div(Function):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a / b
+
+    def backward(self, gy):
+        a, b = self.a, self.b
+        ga = gy / b
+        return (
+            sum_to(ga, a.shape) if self.inputs[0].requires_grad else None,
+            sum_to(-ga * a / b, b.shape) if self.inputs[1].requires_grad else None,
+        )
+
+
+class Neg(Function):
+    def forward(self, x):
+        return -x
+
+    def backward(self, gy):
+        return -gy
+
+
+class Pow(Function):
+    """``x ** p``; the gradient for the exponent is computed only when it requires grad."""
+
+    def forward(self, x, p):
+        self.x, self.p = x, p
+        self.y = x**p
+        return self.y
+
+    def backward(self, gy):
+        x, p = self.x, self.p
+        gx = sum_to(gy * p * x ** (p - 1), x.shape)
+        gp = None
+        if self.inputs[1].requires_grad:
+            xp = get_array_module(x)
+            gp = sum_to(gy * self.y * xp.log(x), p.shape)
+        return gx, gp
+
+
+def add(a, b):
+    return Add()(a, b)
+
+
+def sub(a, b):
+    return Sub()(a, b)
+
+
+def mul(a, b):
+    return Mul()(a, b)
+
+
+def div(a, b):
+    return Div()(a, b)
+
+
+def neg(x):
+    return Neg()(x)
+
+
+def pow(x, exponent):
+    return Pow()(x, exponent)

@@ -1,0 +1,155 @@
+"""2-D convolution (PyTorch's cross-correlation) as im2col and one matrix product.
+
+Forward, with ``cols = im2col(x)`` of shape ``(C*kh*kw, Ho*Wo*N)`` (layout in ``im2col.py``)::
+
+    y = W.reshape(O, C*kh*kw) @ cols + b[:, None]        (O, Ho*Wo*N)
+
+Backward, with ``gy`` laid out the same way, ``(O, Ho*Wo*N)``::
+
+    gW = gy @ cols.T          gb = gy.sum(axis=1)          gx = col2im(W.reshape(O, -1).T @ gy)
+
+On the CPU, ``gx`` is computed a band of output rows at a time: each band's slice of
+``W.T @ gy`` (about 4 MB) stays in cache for its col2im, instead of a column matrix as large as
+``cols`` going out to memory and back; this took about a fifth off that step here.
+
+The output is a view ``(N, O, Ho, Wo)`` of the product's ``(O, Ho, Wo, N)`` memory, returned
+without a copy; elementwise operations keep that layout, so the next convolution's im2col and
+this one's backward find their arrays already in order (the guide's advice: avoid transposes).
+The column matrix, the largest array here, is borrowed from ``COLUMN_CACHE`` for as long as
+the graph lives (the guide's other advice: reuse large buffers).
+"""
+
+import weakref
+
+from .. import backend
+from ..function import Function
+from .im2col import (
+    COL2IM,
+    IM2COL,
+    Geometry,
+    array_of,
+    geometry,
+    is_batch_last,
+    resolve_method,
+    to_batch_last,
+    unpad_batch_last,
+)
+
+BAND_NUMBERS = 2**20  # numbers in one band of W.T @ gy (4 MB of float32)
+
+
+class ColumnCache:
+    """Large column matrices kept for reuse from one training step to the next.
+
+    glibc hands an array over 32 MB straight back to the operating system when it is freed, and
+    a new one is faulted in page by page: here, a fresh 115 MB column matrix (conv 32->64 at
+    batch 128) cost 7 ms more than refilling an old one, with ~120 ms for the layer's step. A
+    convolution borrows its column matrix from the cache and gives it back when its graph is
+    freed, so a training loop cycles through two per layer. NumPy only (CuPy has its own
+    memory pool); at most ``limit`` bytes are kept, the oldest dropped first.
+    """
+
+    def __init__(self, limit=2**29, smallest=2**25):
+        self.limit, self.smallest, self.free = limit, smallest, []
+
+    def take(self, shape, dtype, xp):
+        """A kept array of this shape, dtype and module, or a new (uninitialised) one."""
+        for k, a in enumerate(self.free):
+            if a.shape == shape and a.dtype == dtype and backend.get_array_module(a) is xp:
+                return self.free.pop(k)
+        return xp.empty(shape, dtype=dtype)
+
+    def give(self, a):
+        """Keep ``a`` for a later ``take`` (small and GPU arrays are left to their allocator)."""
+        if a.nbytes < self.smallest or backend.is_gpu_array(a):
+            return
+        self.free.append(a)
+        while sum(b.nbytes for b in self.free) > self.limit:
+            self.free.pop(0)
+
+    def clear(self):
+        self.free.clear()
+
+
+COLUMN_CACHE = ColumnCache()
+
+
+class Conv2d(Function):
+    """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo).
+
+    ``self.cols`` is lent by ``COLUMN_CACHE`` until this function is freed with its graph.
+    """
+
+    def __init__(self, g, method):
+        self.g, self.method = g, method
+
+    def forward(self, x, weight, bias=None):
+        g = self.g
+        cols = COLUMN_CACHE.take(g.cols_shape, x.dtype, backend.get_array_module(x))
+        self.cols = IM2COL[self.method](x, g, cols)
+        weakref.finalize(self, COLUMN_CACHE.give, cols).atexit = False  # back to the cache with the graph
+        self.weight = weight
+        y = weight.reshape(len(weight), -1) @ self.cols
+        if bias is not None:
+            y += bias[:, None]
+        return y.reshape(-1, g.Ho, g.Wo, g.N).transpose(3, 0, 1, 2)
+
+    def backward(self, gy):
+        out_channels = gy.shape[1]
+        gy = (gy.transpose(1, 2, 3, 0) if is_batch_last(gy) else to_batch_last(gy)).reshape(out_channels, -1)
+        weight = self.weight.reshape(out_channels, -1)
+        gx = self.input_gradient(weight, gy) if self.inputs[0].requires_grad else None
+        gw = (gy @ self.cols.T).reshape(self.weight.shape) if self.inputs[1].requires_grad else None
+        if len(self.inputs) == 2:
+            return gx, gw
+        return gx, gw, gy.sum(axis=1)
+
+    def input_gradient(self, weight, gy):
+        """``col2im(weight.T @ gy)`` for ``weight: (O, C*kh*kw)``, ``gy: (O, Ho*Wo*N)``, in bands of output rows."""
+        g = self.g
+        xp = backend.get_array_module(gy)
+        per_row = weight.shape[1] * g.Wo * g.N
+        band = g.Ho if backend.is_gpu_array(gy) else max(1, BAND_NUMBERS // per_row)
+        padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)
+        for r0 in range(0, g.Ho, band):
+            r1 = min(r0 + band, g.Ho)
+            rows = slice(r0 * g.sh, (r1 - 1) * g.sh + g.kh)  # the padded rows these output rows read
+            sub = Geometry(g.N, g.C, rows.stop - rows.start, padded.shape[2], g.kh, g.kw, g.sh, g.sw, 0, 0)
+            gcols = weight.T @ gy[:, r0 * g.Wo * g.N : r1 * g.Wo * g.N]
+            padded[:, rows] += COL2IM[self.method](gcols, sub).transpose(1, 2, 3, 0)
+        return unpad_batch_last(padded, g)
+
+
+def _check(x, weight, bias):
+    if x.shape[1] != weight.shape[1]:
+        raise ValueError(
+            f"conv2d: input of shape {tuple(x.shape)} has {x.shape[1]} channels but weight of shape "
+            f"{tuple(weight.shape)} expects {weight.shape[1]}; the weight is (out_channels, in_channels, kh, kw)"
+        )
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise ValueError(
+            f"conv2d: bias of shape {tuple(bias.shape)} does not match weight {tuple(weight.shape)}; "
+            f"expected ({weight.shape[0]},)"
+        )
+    arrays = {"input": x, "weight": weight, "bias": bias}
+    dtypes = {a.dtype for a in arrays.values() if a is not None}
+    if len(dtypes) > 1 or dtypes.pop().kind != "f":
+        got = ", ".join(f"{name} {a.dtype}" for name, a in arrays.items() if a is not None)
+        raise TypeError(f"conv2d: input, weight and bias must share one floating-point dtype, got {got}; use .astype()")
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, method=None):
+    """2-D convolution. ``x: (N, C, H, W)``, ``weight: (O, C, kh, kw)``, ``bias: (O,)`` or None.
+
+    ``stride`` and ``padding`` (zeros) are ints or ``(height, width)`` pairs. Returns
+    ``(N, O, Ho, Wo)`` with ``Ho = (H + 2*ph - kh) // sh + 1``. ``method`` picks the im2col
+    implementation (see ``im2col.py``; default: the backend's fastest).
+    """
+    if len(weight.shape) != 4:
+        raise ValueError(
+            f"conv2d: weight must be 4-D (out_channels, in_channels, kh, kw), got shape {tuple(weight.shape)}"
+        )
+    g = geometry(x.shape, tuple(weight.shape[2:]), stride, padding, "conv2d")
+    _check(x, weight, bias)
+    fn = Conv2d(g, resolve_method(method, array_of(x), "conv2d"))
+    return fn(x, weight) if bias is None else fn(x, weight, bias)

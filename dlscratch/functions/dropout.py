@@ -1,0 +1,42 @@
+"""Inverted dropout as one graph node: the forward draws a mask, the backward reuses it."""
+
+import numbers
+
+from ..backend import get_array_module
+from ..creation import generator
+from ..function import Function
+
+
+class Dropout(Function):
+    """``y = x * mask``, where ``mask`` is 0 with probability ``p`` and ``1 / (1 - p)`` otherwise;
+    so ``dy/dx = mask``. The mask comes from dlscratch's seeded generator."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        u = generator(xp).random(x.shape, dtype=x.dtype if x.dtype == xp.float64 else xp.float32)
+        self.mask = (u >= self.p).astype(x.dtype)
+        self.mask *= 1 / (1 - self.p)
+        return x * self.mask
+
+    def backward(self, gy):
+        return gy * self.mask
+
+
+def check_probability(p):
+    """``p`` as a float, or a ValueError when it is not a probability in [0, 1)."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p < 1:
+        raise ValueError(f"dropout: p must be a probability in [0, 1), got {p!r}")
+    return float(p)
+
+
+def dropout(x, p=0.5, training=True):
+    """Inverted dropout of ``x`` (any shape) when ``training``; the identity otherwise (or for p=0)."""
+    p = check_probability(p)
+    if not training or p == 0:
+        return x
+    if x.dtype.kind != "f":
+        raise TypeError(f"dropout: expected a floating-point tensor, got {x.dtype}")
+    return Dropout(p)(x)

@@ -1,0 +1,108 @@
+"""Elementwise functions of one tensor: exp, log, sqrt, abs, tanh, sigmoid, relu."""
+
+from ..backend import get_array_module
+from ..function import Function
+
+
+class Exp(Function):
+    def forward(self, x):
+        self.y = get_array_module(x).exp(x)
+        return self.y
+
+    def backward(self, gy):
+        return gy * self.y
+
+
+class Log(Function):
+    def forward(self, x):
+        self.x = x
+        return get_array_module(x).log(x)
+
+    def backward(self, gy):
+        return gy / self.x
+
+
+class Sqrt(Function):
+    def forward(self, x):
+        self.y = get_array_module(x).sqrt(x)
+        return self.y
+
+    def backward(self, gy):
+        return gy * 0.5 / self.y
+
+
+class Abs(Function):
+    """``|x|``; the gradient at 0 is taken as 0 (the sign function)."""
+
+    def forward(self, x):
+        self.x = x
+        return abs(x)
+
+    def backward(self, gy):
+        return gy * get_array_module(self.x).sign(self.x)
+
+
+class Tanh(Function):
+    def forward(self, x):
+        self.y = get_array_module(x).tanh(x)
+        return self.y
+
+    def backward(self, gy):
+        y = self.y
+        return gy * (1 - y * y)
+
+
+class Sigmoid(Function):
+    """``1 / (1 + exp(-x))`` without overflow: only ``exp(-|x|)`` is ever computed.
+
+    For x < 0 it uses the equal form ``exp(x) / (1 + exp(x))``, which keeps tiny values exact.
+    """
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        e = xp.exp(-abs(x))
+        self.y = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+        return self.y
+
+    def backward(self, gy):
+        y = self.y
+        return gy * y * (1 - y)
+
+
+class ReLU(Function):
+    """``max(x, 0)``; the gradient at 0 is taken as 0."""
+
+    def forward(self, x):
+        self.y = get_array_module(x).maximum(x, 0)
+        return self.y
+
+    def backward(self, gy):
+        return gy * (self.y > 0)
+
+
+def exp(x):
+    return Exp()(x)
+
+
+def log(x):
+    return Log()(x)
+
+
+def sqrt(x):
+    return Sqrt()(x)
+
+
+def abs_(x):
+    return Abs()(x)
+
+
+def tanh(x):
+    return Tanh()(x)
+
+
+def sigmoid(x):
+    return Sigmoid()(x)
+
+
+def relu(x):
+    return ReLU()(x)

@@ -1,0 +1,49 @@
+"""Softmax and log-softmax along one axis, shifted by the maximum so that exp never overflows."""
+
+from ..backend import get_array_module
+from ..function import Function
+
+
+class Softmax(Function):
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        e = xp.exp(x - x.max(axis=self.axis, keepdims=True))
+        self.y = e / e.sum(axis=self.axis, keepdims=True)
+        return self.y
+
+    def backward(self, gy):
+        y = self.y
+        return y * (gy - (gy * y).sum(axis=self.axis, keepdims=True))
+
+
+def log_softmax_array(x, axis=-1):
+    """``x - logsumexp(x)`` along ``axis`` on a raw array, computed stably."""
+    xp = get_array_module(x)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+class LogSoftmax(Function):
+    name = "log_softmax"
+
+    def __init__(self, axis=-1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.y = log_softmax_array(x, self.axis)
+        return self.y
+
+    def backward(self, gy):
+        xp = get_array_module(gy)
+        return gy - xp.exp(self.y) * gy.sum(axis=self.axis, keepdims=True)
+
+
+def softmax(x, axis=-1):
+    return Softmax(axis)(x)
+
+
+def log_softmax(x, axis=-1):
+    return LogSoftmax(axis)(x)

@@ -1,0 +1,128 @@
+"""Gradient checking: backward against float64 central differences.
+
+For a function ``fn`` of tensors, pick a fixed random weighting ``w`` of its output and compare,
+for every element of every floating-point input, the gradient that backward gives for
+``sum(w * fn(...))`` with the central difference ``(L(x + eps) - L(x - eps)) / (2 eps)``.
+Checking a random weighting instead of each output element checks the whole vector-Jacobian
+product that backward computes, at the cost of one backward pass.
+"""
+
+from dataclasses import dataclass
+
+import numpy
+
+from . import backend
+from .grad_mode import no_grad
+from .tensor import Tensor
+
+
+class GradcheckError(AssertionError):
+    """Raised by ``gradcheck`` when backward disagrees with the numerical gradient."""
+
+
+@dataclass
+class GradcheckReport:
+    """The worst element found: which input, where, both gradients and how far apart."""
+
+    ok: bool
+    input_index: int
+    element: tuple
+    analytic: float
+    numeric: float
+    abs_error: float
+    tolerance: float
+    checked: int
+
+    def __bool__(self):
+        return self.ok
+
+    def __str__(self):
+        verdict = "passed" if self.ok else "FAILED"
+        return (
+            f"gradcheck {verdict}: {self.checked} elements checked; worst at input {self.input_index}, "
+            f"element {self.element}: backward {self.analytic:.6g}, numerical {self.numeric:.6g}, "
+            f"|difference| {self.abs_error:.3g} (allowed {self.tolerance:.3g})"
+        )
+
+
+def _outputs(fn, inputs):
+    out = fn(*inputs)
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _weighted_sum(outputs, weights):
+    total = 0.0
+    for out, w in zip(outputs, weights):
+        total = total + (out * w).sum()
+    return total
+
+
+def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, seed=0):
+    """Compare ``fn``'s backward with float64 central differences; return a ``GradcheckReport``.
+
+    ``inputs``: tensors or arrays. Floating-point ones are copied to float64 and checked;
+    others (integer labels, say) are passed through unchanged. An element passes when
+    ``|analytic - numeric| <= atol + rtol * |numeric|``. Raises ``GradcheckError`` on failure
+    unless ``raise_exception=False``.
+    """
+    xs = [_as_float64(x) for x in inputs]
+    checked = [i for i, x in enumerate(xs) if isinstance(x, Tensor) and x.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no floating-point input to check")
+    outputs = _outputs(fn, xs)
+    rng = numpy.random.default_rng(seed)
+    weights = [
+        backend.get_array_module(o.data).asarray(rng.standard_normal(o.shape)) for o in outputs
+    ]
+    _weighted_sum(outputs, weights).backward()
+
+    worst = None
+    for i in checked:
+        x = xs[i]
+        analytic = backend.to_cpu(x.grad.data) if x.grad is not None else numpy.zeros(x.shape)
+        numeric = _numerical_gradient(fn, xs, i, weights, eps)
+        error = numpy.abs(analytic - numeric)
+        tolerance = atol + rtol * numpy.abs(numeric)
+        excess = error - tolerance
+        k = numpy.unravel_index(numpy.argmax(excess), x.shape) if x.data.size else ()
+        if x.data.size and (worst is None or excess[k] > worst[0]):
+            worst = (excess[k], i, k, analytic[k], numeric[k], error[k], tolerance[k])
+    count = sum(xs[i].data.size for i in checked)
+    if worst is None:
+        return GradcheckReport(True, checked[0], (), 0.0, 0.0, 0.0, atol, 0)
+    excess, i, k, a, n, e, tol = worst
+    report = GradcheckReport(
+        bool(excess <= 0), i, tuple(int(j) for j in k), float(a), float(n), float(e), float(tol), count
+    )
+    if not report.ok and raise_exception:
+        raise GradcheckError(str(report))
+    return report
+
+
+def _as_float64(x):
+    if isinstance(x, Tensor):
+        data = x.data
+    elif hasattr(x, "dtype"):
+        data = x
+    else:
+        return x
+    if data.dtype.kind != "f":
+        return Tensor(data)
+    return Tensor(data.astype(numpy.float64, copy=True), requires_grad=True, dtype=numpy.float64)
+
+
+def _numerical_gradient(fn, xs, i, weights, eps):
+    """Central differences of ``sum(w * fn(xs))`` with respect to every element of ``xs[i]``."""
+    data = xs[i].data
+    flat = data.reshape(-1)
+    grad = numpy.zeros(data.size)
+    with no_grad():
+        for j in range(data.size):
+            original = float(flat[j])
+            flat[j] = original + eps
+            plus = _weighted_sum(_outputs(fn, xs), weights).item()
+            flat[j] = original - eps
+            minus = _weighted_sum(_outputs(fn, xs), weights).item()
+            flat[j] = original
+            grad[j] = (plus - minus) / (2 * eps)
+    return grad.reshape(data.shape)

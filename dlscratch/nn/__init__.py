@@ -1,0 +1,21 @@
+"""Layers with learnable parameters, PyTorch's way: ``import dlscratch.nn as nn``.
+
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    model                                   # the layer tree with parameter counts
+    logits = model(images)                  # (N, 1, 28, 28) -> (N, 10)
+"""
+
+from . import init
+from .activation import ReLU, Sigmoid, Softmax, Tanh
+from .container import Sequential
+from .conv import Conv2d
+from .dropout import Dropout
+from .flatten import Flatten
+from .linear import Linear
+from .module import Module, Parameter
+from .pooling import AvgPool2d, MaxPool2d
+
+__all__ = [
+    "Dropout", "Flatten", "Linear", "Module", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
+    "init", "AvgPool2d", "Conv2d", "MaxPool2d",
+]

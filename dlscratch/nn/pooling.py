@@ -1,0 +1,37 @@
+"""Pooling layers: ``MaxPool2d`` and ``AvgPool2d`` on images ``(N, C, H, W)``, no parameters."""
+
+from ..functions.im2col import pair
+from ..functions.pooling import avg_pool2d, max_pool2d
+from .module import Module
+
+
+class _Pool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = pair(kernel_size, "kernel_size", name)
+        self.stride = self.kernel_size if stride is None else pair(stride, "stride", name)
+        self.padding = pair(padding, "padding", name)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_Pool2d):
+    """The maximum of each ``kernel_size`` window: ``(N, C, H, W) -> (N, C, Ho, Wo)``.
+
+    ``stride`` defaults to ``kernel_size``; ``padding`` is minus infinity (it never wins).
+    """
+
+    def forward(self, x):
+        return max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(_Pool2d):
+    """The mean of each ``kernel_size`` window: ``(N, C, H, W) -> (N, C, Ho, Wo)``.
+
+    ``stride`` defaults to ``kernel_size``; zero padding counts in the mean (PyTorch's default).
+    """
+
+    def forward(self, x):
+        return avg_pool2d(x, self.kernel_size, self.stride, self.padding)

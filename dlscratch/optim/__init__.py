@@ -1,0 +1,17 @@
+"""Optimizers: update rules that change parameters in place from their gradients.
+
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for x, y in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+Build the optimizer after moving the model to its device: the state it creates lives there.
+"""
+
+from .adadelta import AdaDelta, Adadelta
+from .adam import Adam
+from .optimizer import Optimizer
+from .sgd import SGD
+
+__all__ = ["AdaDelta", "Adadelta", "Adam", "Optimizer", "SGD"]

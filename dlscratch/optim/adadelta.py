@@ -1,0 +1,48 @@
+"""AdaDelta (Zeiler, 2012): step sizes from running averages of squared gradients and updates."""
+
+from ..backend import get_array_module
+from .optimizer import Optimizer
+
+
+class AdaDelta(Optimizer):
+    """PyTorch's Adadelta. With gradient ``g`` of parameter ``p``::
+
+        g = g + weight_decay * p                      (L2 penalty, when weight_decay > 0)
+        v = rho * v + (1 - rho) * g**2                (square_avg, starts at 0)
+        delta = sqrt(u + eps) / sqrt(v + eps) * g
+        u = rho * u + (1 - rho) * delta**2            (acc_delta, starts at 0)
+        p = p - lr * delta
+
+    Zeiler's rule is ``lr = 1``: the ratio of the two running RMS values gives the update the
+    units of the parameter, so no learning rate needs tuning. ``lr`` scales it, as in PyTorch.
+    """
+
+    array_state = ("square_avg", "acc_delta")
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
+
+    def _validate(self, group):
+        self._check_non_negative(group, "lr", "eps", "weight_decay")
+        if not 0 <= group["rho"] <= 1:
+            raise ValueError(f"AdaDelta: rho must be in [0, 1], got {group['rho']}")
+
+    def _update(self, p, grad, state, group):
+        xp = get_array_module(p.data)
+        lr, rho, eps, weight_decay = (float(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
+        if weight_decay:
+            grad = grad + weight_decay * p.data
+        if not state:
+            state.update(square_avg=xp.zeros_like(p.data), acc_delta=xp.zeros_like(p.data))
+        v, u = state["square_avg"], state["acc_delta"]
+        v *= rho
+        v += (1 - rho) * grad * grad
+        delta = xp.sqrt(u + eps)
+        delta /= xp.sqrt(v + eps)
+        delta *= grad
+        u *= rho
+        u += (1 - rho) * delta * delta
+        p.data -= lr * delta
+
+
+Adadelta = AdaDelta  # PyTorch's spelling

@@ -1,0 +1,51 @@
+"""Adam (Kingma & Ba, 2015): per-element step sizes from running moments of the gradient."""
+
+import math
+
+from ..backend import get_array_module
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam. With gradient ``g`` of parameter ``p``, at step ``t = 1, 2, ...``::
+
+        g = g + weight_decay * p                      (L2 penalty, when weight_decay > 0)
+        m = beta1 * m + (1 - beta1) * g               (exp_avg, starts at 0)
+        v = beta2 * v + (1 - beta2) * g**2            (exp_avg_sq, starts at 0)
+        m_hat = m / (1 - beta1**t),   v_hat = v / (1 - beta2**t)      (bias correction)
+        p = p - lr * m_hat / (sqrt(v_hat) + eps)
+
+    The bias correction undoes the pull towards 0 of the zero-initialised moments: at ``t = 1``,
+    ``m_hat = g`` and ``v_hat = g**2``, so the first step is ``lr * g / (|g| + eps)``.
+    """
+
+    array_state = ("exp_avg", "exp_avg_sq")
+    scalar_state = ("step",)
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+
+    def _validate(self, group):
+        self._check_non_negative(group, "lr", "eps", "weight_decay")
+        if len(group["betas"]) != 2 or not all(0 <= b < 1 for b in group["betas"]):
+            raise ValueError(f"Adam: betas must be two numbers in [0, 1), got {group['betas']}")
+
+    def _update(self, p, grad, state, group):
+        xp = get_array_module(p.data)
+        beta1, beta2 = (float(b) for b in group["betas"])
+        lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
+        if weight_decay:
+            grad = grad + weight_decay * p.data
+        if not state:
+            state.update(step=0, exp_avg=xp.zeros_like(p.data), exp_avg_sq=xp.zeros_like(p.data))
+        state["step"] += 1
+        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        m *= beta1
+        m += (1 - beta1) * grad
+        v *= beta2
+        v += (1 - beta2) * grad * grad
+        # sqrt(v_hat) + eps = sqrt(v) / sqrt(1 - beta2**t) + eps; Python floats keep it float32
+        denom = xp.sqrt(v)
+        denom /= math.sqrt(1 - beta2**t)
+        denom += eps
+        p.data -= (lr / (1 - beta1**t)) * m / denom

@@ -1,0 +1,172 @@
+"""``Optimizer``: the base of the update rules. It holds the parameters (in groups, each with
+its own hyperparameters, as in PyTorch), per-parameter state (momentum buffers, moment
+estimates), and saves and restores both.
+
+A subclass defines ``_update(p, grad, state, group)``, which changes ``p.data`` in place from
+the gradient array ``grad``, and names its per-parameter state in ``array_state`` (arrays
+shaped like the parameter) and ``scalar_state`` (integers such as a step count).
+"""
+
+from .. import backend
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+
+
+class Optimizer:
+    """``params``: an iterable of Parameters, or of dicts ``{"params": [...], "lr": ...}`` (groups
+    with their own hyperparameters). ``defaults``: the hyperparameters of every group."""
+
+    array_state = ()
+    scalar_state = ()
+
+    def __init__(self, params, defaults):
+        self.defaults = {k: _plain(v) for k, v in defaults.items()}
+        self.state = {}  # Parameter -> dict of its state, created by the first step that updates it
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError(f"{type(self).__name__}: pass an iterable of parameters, such as model.parameters() or [w]")
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, group):
+        """Add ``{"params": [...], hyperparameter: value, ...}``; unset hyperparameters take the defaults."""
+        name = type(self).__name__
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{name}: parameters must be Tensors, got {type(p).__name__}")
+            if not p.is_leaf or p.dtype.kind != "f":
+                raise ValueError(f"{name}: can only optimize floating-point leaf tensors (shape {p.shape}, {p.dtype})")
+            if id(p) in seen:
+                raise ValueError(f"{name}: a parameter of shape {p.shape} appears twice; pass each parameter once")
+            seen.add(id(p))
+        unknown = set(group) - set(self.defaults) - {"params"}
+        if unknown:
+            raise ValueError(f"{name}: unknown hyperparameters {sorted(unknown)}; known: {sorted(self.defaults)}")
+        merged = {**self.defaults, **{k: _plain(v) for k, v in group.items() if k != "params"}}
+        self._validate(merged)
+        self.param_groups.append({**merged, "params": params})
+
+    def _validate(self, group):
+        """Raise ValueError for hyperparameters out of range (subclasses)."""
+
+    def _check_non_negative(self, group, *names):
+        for key in names:
+            if group[key] < 0:
+                raise ValueError(f"{type(self).__name__}: {key} must be >= 0, got {group[key]}")
+
+    def _params(self):
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def zero_grad(self):
+        """Forget every parameter's gradient (``.grad = None``)."""
+        for p in self._params():
+            p.grad = None
+
+    def step(self):
+        """Update every parameter that has a gradient, in place, recording no graph."""
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, p.grad.data, self.state.setdefault(p, {}), group)
+
+    def _update(self, p, grad, state, group):
+        raise NotImplementedError(f"{type(self).__name__} must define _update()")
+
+    # ----- saving and loading -----
+    def state_dict(self):
+        """``{"state": {position: {name: array or int}}, "param_groups": [{hyperparameters...,
+        "params": [positions]}]}``: a snapshot (arrays are copies), positions counted over the groups."""
+        position = {id(p): i for i, p in enumerate(self._params())}
+        state = {
+            position[id(p)]: {k: v.copy() if hasattr(v, "copy") else v for k, v in s.items()}
+            for p, s in self.state.items()
+            if s
+        }
+        groups = [
+            {**{k: v for k, v in g.items() if k != "params"}, "params": [position[id(p)] for p in g["params"]]}
+            for g in self.param_groups
+        ]
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restore hyperparameters and per-parameter state saved by ``state_dict()`` (arrays may come
+        from either device; they are copied onto each parameter's). Raises ValueError, changing
+        nothing, when the saved state does not fit these parameters."""
+        name = type(self).__name__
+        groups, saved_state = state_dict["param_groups"], state_dict["state"]
+        sizes = [len(g["params"]) for g in groups]
+        own_sizes = [len(g["params"]) for g in self.param_groups]
+        if sizes != own_sizes:
+            raise ValueError(
+                f"{name}.load_state_dict: the saved state has parameter groups of sizes {sizes}, this optimizer "
+                f"{own_sizes}; build the optimizer on the same model (same parameters, same order)"
+            )
+        problems = []
+        for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
+            saved_keys, own_keys = set(saved) - {"params"}, set(own) - {"params"}
+            if saved_keys != own_keys:
+                problems.append(
+                    f"group {i}: hyperparameters {sorted(saved_keys)} were saved, {name} has {sorted(own_keys)}"
+                )
+        params = self._params()
+        state = {}
+        for key, entry in saved_state.items():
+            i = int(key)
+            if not 0 <= i < len(params):
+                problems.append(f"state for parameter {i}, but there are only {len(params)} parameters")
+                continue
+            state[params[i]] = self._load_entry(i, params[i], entry, problems)
+        if problems:
+            raise ValueError(f"{name}.load_state_dict: the saved state does not fit:\n  " + "\n  ".join(problems))
+        for saved, own in zip(groups, self.param_groups):
+            own.update({k: _plain(v) for k, v in saved.items() if k != "params"})
+        self.state = state
+
+    def _load_entry(self, i, p, entry, problems):
+        """One parameter's saved state, copied onto ``p``'s device and dtype; problems are appended."""
+        expected = set(self.array_state) | set(self.scalar_state)
+        if set(entry) != expected:
+            needs = f"{type(self).__name__} needs {sorted(expected)}"
+            problems.append(f"parameter {i}: saved state has {sorted(entry)}, {needs}")
+            return {}
+        loaded = {}
+        for key in self.array_state:
+            value = entry[key]
+            value = value.data if isinstance(value, Tensor) else value
+            shape = tuple(getattr(value, "shape", ()))
+            if shape != p.shape:
+                problems.append(f"parameter {i}: {key} has shape {shape}, the parameter has shape {p.shape}")
+                continue
+            move = backend.to_gpu if p.device == "gpu" else backend.to_cpu
+            loaded[key] = move(value).astype(p.dtype, copy=True)
+        for key in self.scalar_state:
+            loaded[key] = int(entry[key])
+        return loaded
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
+        return "\n".join(lines) + "\n)"
+
+
+def _plain(value):
+    """A hyperparameter as a Python number (or tuple of them): NumPy float64 scalars are not weak
+    under NumPy 2's promotion rules and would turn float32 updates into float64 ones."""
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "tolist"):  # NumPy/CuPy scalars and arrays, as a checkpoint may return them
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    return value

@@ -1,0 +1,217 @@
+"""``fit`` and ``evaluate``: the training loop of the lessons, packaged with its bookkeeping.
+
+    history = fit(model, F.cross_entropy, optimizer, train_loader, epochs=5, val_loader=test_loader)
+    evaluate(model, test_loader, F.cross_entropy)        # {'loss': 0.08, 'accuracy': 0.975}
+
+Each step of ``fit`` is the loop a lesson writes by hand::
+
+    model.train()
+    for x, y in train_loader:
+        loss = loss_fn(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+The batch's loss and its number of correct predictions are computed on the device and brought
+to the host together: one transfer per batch, which is also where a NaN loss is caught.
+"""
+
+import math
+import numbers
+
+import numpy
+
+from .. import backend
+from ..grad_mode import no_grad
+from ..tensor import Tensor
+from .history import History
+from .progress import progress_bar
+
+
+class TrainingDiverged(FloatingPointError):
+    """The training loss became NaN or infinite: ``loss``, ``epoch``, ``step`` (within the epoch)
+    and ``global_step`` (since the start of ``fit``) say when; all counts start at 1. ``history``
+    holds what was recorded before (plot it to see the loss take off)."""
+
+    def __init__(self, loss, epoch, step, global_step, lr=None, history=None):
+        self.loss, self.epoch, self.step, self.global_step = loss, epoch, step, global_step
+        self.history = history
+        now = "" if lr is None else f" than lr={lr}"
+        super().__init__(
+            f"fit: the training loss became {loss} at epoch {epoch}, step {step} (step {global_step} overall), "
+            f"so training has diverged and the parameters now hold that step's update. Try a lower learning "
+            f"rate{now} (a tenth, say), and check that the inputs hold no NaN or infinite values and are "
+            "normalised."
+        )
+
+
+def correct_count(outputs, targets):
+    """How many rows of ``outputs: (N, C)`` (logits or probabilities) have their largest value at
+    the integer label ``targets: (N,)``; a 0-d array on the device of ``outputs``."""
+    if outputs.ndim != 2 or targets.shape != (outputs.shape[0],) or targets.dtype.kind not in "iu":
+        raise ValueError(
+            f"accuracy: needs outputs of shape (N, C) and integer labels of shape (N,), got outputs "
+            f"{outputs.shape} and labels {targets.shape} of dtype {targets.dtype}; pass metrics=() when the "
+            "task is not classification"
+        )
+    return (outputs.argmax(axis=1) == targets).sum()
+
+
+#: Metrics by name: a function of the batch's output and target arrays that returns a sum over the
+#: batch (a device array); the value reported for a pass is that sum over all samples divided by N.
+METRICS = {"accuracy": correct_count}
+
+
+def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metrics=("accuracy",), progress=True,
+        max_steps=None):
+    """Train ``model`` for ``epochs`` passes over ``train_loader``; returns a ``History``.
+
+    loss_fn: ``loss_fn(outputs, targets)`` -> a scalar Tensor, the batch mean (``F.cross_entropy``).
+    train_loader, val_loader: iterables of batches ``(inputs..., targets)``; ``model(*inputs)``
+        gives the outputs. With ``val_loader`` each epoch ends with ``evaluate`` (keys ``val_...``).
+    metrics: names from ``METRICS`` ("accuracy": argmax of outputs (N, C) against labels (N,)), or ().
+    progress: a bar per epoch with the running loss and metrics (``tqdm.auto``).
+    max_steps: stop after this many optimizer steps in all (the last epoch is then partial).
+    Raises ``TrainingDiverged`` (a ``FloatingPointError``) when the loss becomes NaN or infinite.
+    """
+    metric_fns = _metric_functions("fit", metrics)
+    _check_count("fit: epochs", epochs)
+    if max_steps is not None:
+        _check_count("fit: max_steps", max_steps)
+    history = History()
+    for epoch in range(1, epochs + 1):
+        # fit checks every loss itself, so NumPy's overflow warnings would only bury TrainingDiverged.
+        with progress_bar(train_loader, f"epoch {epoch}/{epochs}", progress) as bar, numpy.errstate(all="ignore"):
+            meter = _train_epoch(model, loss_fn, optimizer, train_loader, bar, metric_fns, history, epoch, max_steps)
+            results = meter.means("fit: train_loader")
+            if val_loader is not None:
+                scores = evaluate(model, val_loader, loss_fn, metrics)
+                results.update({f"val_{name}": value for name, value in scores.items()})
+            bar.set_postfix_str(_describe(results))
+        history.record_epoch(meter.batches, **results)
+        if max_steps is not None and len(history.step_losses) >= max_steps:
+            break
+    return history
+
+
+def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch, max_steps):
+    """One pass over the batches of ``loader``, one optimizer step each; returns the pass's ``_Meter``."""
+    meter = _Meter(metric_fns, with_loss=True)
+    model.train()
+    for batch in loader:
+        inputs, targets = _split("fit", batch)
+        outputs = model(*inputs)
+        loss = _check_loss("fit", loss_fn(outputs, targets))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss_value, counts = _fetch(loss, outputs, targets, metric_fns)
+        if not math.isfinite(loss_value):
+            lr = getattr(optimizer, "param_groups", [{}])[0].get("lr")
+            raise TrainingDiverged(loss_value, epoch, meter.batches + 1, len(history.step_losses) + 1, lr, history)
+        history.record_step(loss_value)
+        meter.add(len(targets), loss_value, counts)
+        if not bar.disable:
+            bar.set_postfix_str(_describe(meter.means()), refresh=False)
+        bar.update()
+        if max_steps is not None and len(history.step_losses) >= max_steps:
+            break
+    return meter
+
+
+def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
+    """The mean loss (with ``loss_fn``) and metrics of ``model`` over all batches of ``loader``,
+    as a dict such as ``{"loss": 0.08, "accuracy": 0.975}``.
+
+    Runs in evaluation mode (dropout off) under ``no_grad()``, so no graph is recorded; every
+    module's training flag is restored afterwards.
+    """
+    metric_fns = _metric_functions("evaluate", metrics)
+    if loss_fn is None and not metric_fns:
+        raise ValueError("evaluate: nothing to measure; give a loss_fn, or metrics such as ('accuracy',)")
+    modes = [(module, module.training) for module in model.modules()]
+    meter = _Meter(metric_fns, with_loss=loss_fn is not None)
+    try:
+        model.eval()
+        with no_grad():
+            for batch in loader:
+                inputs, targets = _split("evaluate", batch)
+                outputs = model(*inputs)
+                loss = None if loss_fn is None else _check_loss("evaluate", loss_fn(outputs, targets))
+                meter.add(len(targets), *_fetch(loss, outputs, targets, metric_fns))
+    finally:
+        for module, mode in modes:
+            module.training = mode
+    return meter.means("evaluate: the loader")
+
+
+class _Meter:
+    """Sums over the batches of one pass: the loss weighted by batch size, and each metric's sum."""
+
+    def __init__(self, metric_fns, with_loss):
+        self.loss_sum = 0.0 if with_loss else None
+        self.sums = dict.fromkeys(metric_fns, 0.0)
+        self.samples = self.batches = 0
+
+    def add(self, n, loss, counts):
+        self.samples += n
+        self.batches += 1
+        if loss is not None:
+            self.loss_sum += loss * n
+        for name, count in zip(self.sums, counts):
+            self.sums[name] += count
+
+    def means(self, source="the loader"):
+        """Name -> mean per sample so far."""
+        if not self.samples:
+            raise ValueError(f"{source} gave no samples; is the dataset empty, or smaller than batch_size with "
+                             "drop_last=True?")
+        results = {} if self.loss_sum is None else {"loss": self.loss_sum / self.samples}
+        results.update({name: total / self.samples for name, total in self.sums.items()})
+        return results
+
+
+def _fetch(loss, outputs, targets, metric_fns):
+    """The batch's loss (None without one) and metric sums as Python floats, in one device-to-host copy."""
+    xp = backend.get_array_module(outputs.data)
+    values = [] if loss is None else [loss.data.reshape(())]
+    values += [fn(outputs.data, targets.data) for fn in metric_fns.values()]
+    host = backend.to_cpu(xp.stack([xp.asarray(v, dtype=xp.float64) for v in values])).tolist()
+    return (None, host) if loss is None else (host[0], host[1:])
+
+
+def _split(caller, batch):
+    """``(inputs, targets)`` of a batch ``(inputs..., targets)``."""
+    if not isinstance(batch, (tuple, list)) or len(batch) < 2:
+        raise TypeError(
+            f"{caller}: each batch must be a tuple (inputs..., targets), as a DataLoader over "
+            f"TensorDataset(x, y) gives; got a {type(batch).__name__}"
+        )
+    return batch[:-1], batch[-1]
+
+
+def _check_loss(caller, loss):
+    if not isinstance(loss, Tensor) or loss.data.size != 1:
+        got = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
+        raise ValueError(
+            f"{caller}: loss_fn must return a scalar Tensor (the batch mean, as F.cross_entropy does), got {got}"
+        )
+    return loss
+
+
+def _metric_functions(caller, metrics):
+    names = (metrics,) if isinstance(metrics, str) else tuple(metrics)
+    unknown = [name for name in names if name not in METRICS]
+    if unknown:
+        raise ValueError(f"{caller}: unknown metrics {unknown}; available: {sorted(METRICS)}, or () for none")
+    return {name: METRICS[name] for name in names}
+
+
+def _check_count(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _describe(results):
+    """``loss=0.4123, acc=0.8812`` for a progress bar."""
+    return ", ".join(f"{name.replace('accuracy', 'acc')}={value:.4f}" for name, value in results.items())

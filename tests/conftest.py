@@ -1,0 +1,38 @@
+"""Shared test setup: Hypothesis profiles and the ``backend`` fixture.
+
+Hypothesis runs the "dev" profile by default; CI sets ``HYPOTHESIS_PROFILE=ci`` for a
+derandomized, deadline-free run with few examples (the same examples on every run).
+
+The ``backend`` fixture runs one test body on NumPy and, where a GPU is usable, on CuPy:
+
+    def test_add(backend):        # backend is the array module: numpy or cupy
+        x = dlscratch.tensor(backend.ones(3))
+"""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from dlscratch import backend as dl_backend
+
+settings.register_profile("dev", max_examples=30, deadline=None)
+settings.register_profile(
+    "ci", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(
+    params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)],
+)
+def backend(request):
+    """Select the backend named by the parameter; yield its array module; restore NumPy after."""
+    if request.param == "cupy" and not dl_backend.gpu_available():
+        pytest.skip(f"no usable GPU: {dl_backend.gpu_unavailable_reason()}")
+    xp = dl_backend.use(request.param)
+    try:
+        yield xp
+    finally:
+        dl_backend.use("numpy")
+

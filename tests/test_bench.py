@@ -1,0 +1,138 @@
+"""The benchmark command and its helpers: tables, timing, the autograd suite in quick mode.
+
+These check that the benchmarks run and report sensible tables; they assert nothing on speed.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dlscratch import backend as dl_backend
+from dlscratch.bench import SUITES, autograd, load_suite
+from dlscratch.bench.timing import format_table, format_time, measure, measure_interleaved, median, torch_available
+
+BASELINES = {"dlscratch forward, no_grad": "forward", "dlscratch forward": "forward",
+             "dlscratch forward+backward": "forward+backward"}  # row -> the raw-array row it is compared with
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "dlscratch.bench", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_autograd_suite_quick_table(backend, capsys):
+    headers, rows = autograd.run(repeat=1, quick=True)
+    raw = backend.__name__  # rows of raw arrays are named after the array module
+    assert headers == ["size", "ops", "variant", "µs/op", "overhead µs/op", "x raw"]
+    assert [(r[0], r[1]) for r in rows] == [("4x4", "20")] * 5 + [("32x32", "10")] * 5
+    assert [r[2] for r in rows] == [f"{raw} forward", f"{raw} forward+backward", *BASELINES] * 2
+    assert all(len(row) == len(headers) and float(row[3]) > 0 for row in rows)
+    table = {(row[0], row[2]): row for row in rows}
+    for size in ("4x4", "32x32"):
+        for name, base in BASELINES.items():
+            row, base_row = table[(size, name)], table[(size, f"{raw} {base}")]
+            assert base_row[4:] == ["-", "-"]
+            assert float(row[4]) == pytest.approx(float(row[3]) - float(base_row[3]), abs=0.016)  # cells are rounded
+            assert float(row[5]) == pytest.approx(float(row[3]) / float(base_row[3]), rel=0.03)
+    out = capsys.readouterr().out
+    assert "dlscratch forward+backward" in out and "DeZero 0.0.13: about 10.7 µs" in out
+    assert f"forward+backward, 4x4: {rows[4][4]} µs (target < 5 µs on a 2-core CPU: quick mode" in out
+
+
+def test_autograd_chain_forward_and_hand_written_backward():
+    import dlscratch
+
+    ops = list(autograd.PATTERN) * 3
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    c, k, seed = np.full(6, 0.1, np.float32), np.full(6, 0.9, np.float32), np.ones(6, np.float32)
+    y = autograd.forward(x, ops[:5], c, k, np.tanh)
+    np.testing.assert_allclose(y, np.tanh(((x + 0.1) * 0.9 + 0.1) * 0.9), rtol=1e-6)
+    xt = dlscratch.Tensor(x, requires_grad=True)
+    autograd.forward(xt, ops, dlscratch.Tensor(c), dlscratch.Tensor(k), dlscratch.Tensor.tanh).backward(seed)
+    expected = autograd.raw_forward_backward(x, ops, c, k, seed, np.tanh)
+    assert expected.dtype == np.float32
+    np.testing.assert_allclose(xt.grad.numpy(), expected, rtol=1e-6)
+
+
+def test_measure_returns_one_positive_time_per_repeat():
+    calls = []
+    times = measure(lambda: calls.append(1), repeat=3, number=4, warmup=2)
+    assert len(times) == 3 and all(t > 0 for t in times)
+    assert len(calls) == 2 + 3 * 4
+
+
+def test_measure_interleaves_the_variants():
+    order = []
+    times = measure_interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeat=3,
+                                number=1, warmup=0)
+    assert order == ["a", "b"] * 3
+    assert {name: len(t) for name, t in times.items()} == {"a": 3, "b": 3}
+
+
+def test_median_and_format_time():
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([4.0, 1.0, 3.0, 2.0]) == 2.5
+    assert [format_time(t) for t in (2.5, 0.0123, 4.56e-6, 8.5e-7)] == ["2.5 s", "12.3 ms", "4.56 µs", "850 ns"]
+
+
+def test_format_table_aligns_text_left_and_numbers_right():
+    text = format_table(["name", "µs"], [["add", "1.5"], ["matmul", "12.25"], ["none", "-"]])
+    assert text.splitlines() == [
+        "name       µs",
+        "------  -----",
+        "add       1.5",
+        "matmul  12.25",
+        "none        -",
+    ]
+
+
+def test_torch_available_is_a_bool():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        expected = False
+    else:
+        expected = True
+    assert torch_available() is expected
+
+
+def test_every_registered_suite_has_a_run_function():
+    for name in SUITES:
+        assert callable(load_suite(name).run)
+    with pytest.raises(ValueError, match="unknown benchmark suite 'nosuch'; choose one of: autograd"):
+        load_suite("nosuch")
+
+
+def test_cli_rejects_an_unknown_suite():
+    result = run_cli("nosuch")
+    assert result.returncode == 2
+    assert "invalid choice: 'nosuch'" in result.stderr and "autograd" in result.stderr
+
+
+def test_cli_help_lists_the_suites():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    assert "the suite to run: " + ", ".join(sorted(SUITES)) in result.stdout
+    assert "--quick" in result.stdout and "--device {cpu,gpu,auto}" in result.stdout
+
+
+def test_cli_rejects_a_bad_repeat():
+    result = run_cli("autograd", "--repeat", "0")
+    assert result.returncode == 2 and "must be at least 1, got 0" in result.stderr
+
+
+def test_cli_runs_the_quick_suite():
+    result = run_cli("autograd", "--quick", "--repeat", "1", "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("backend: numpy")
+    assert sum(line.startswith(("4x4", "32x32")) for line in lines) == 10
+
+
+def test_cli_says_why_there_is_no_gpu():
+    if dl_backend.gpu_available():
+        pytest.skip("a GPU is usable here")
+    result = run_cli("autograd", "--quick", "--device", "gpu")
+    assert result.returncode == 2 and "no usable GPU" in result.stderr

@@ -1,0 +1,204 @@
+"""Static checks of the lesson notebooks against the guide's conventions (nothing is executed).
+
+Every notebook: a title and an "Open in Colab" badge for its own file, one setup cell that installs
+from the repository's URL (read from pyproject.toml), its own ``%timeit``, exercises between
+nbgrader's markers each followed by a check cell, no stored errors, no machine paths. Also checks
+``tools/sync_repo_url.py``, which writes the URL into the README and the notebooks.
+"""
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+TOOL = ROOT / "tools" / "sync_repo_url.py"
+MACHINE_PATH = re.compile(r"(?<![\w.])/(work|tmp|root|home)\b")
+
+
+def _load_tool():
+    spec = importlib.util.spec_from_file_location("sync_repo_url", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sync = _load_tool()
+URL = sync.repository_url(ROOT / "pyproject.toml")
+
+
+def _cells(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        source = cell.get("source", "")
+        cell["text"] = "".join(source) if isinstance(source, list) else source
+    return nb["cells"]
+
+
+def _text_outputs(cell):
+    """The text of a code cell's outputs (streams, plain-text results, errors); images left out."""
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            yield "".join(out["text"]) if isinstance(out["text"], list) else out["text"]
+        if "text/plain" in out.get("data", {}):
+            yield "".join(out["data"]["text/plain"])
+        if out.get("output_type") == "error":
+            yield "\n".join([out.get("ename", ""), out.get("evalue", ""), *out.get("traceback", [])])
+
+
+def _number(path):
+    return path.name[:2]
+
+
+def test_there_are_lessons():
+    assert [p.name for p in NOTEBOOKS[:3]] == [
+        "00_backends.ipynb", "01_computation_graph.ipynb", "02_backpropagation.ipynb"
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_file_name_is_numbered(path):
+    assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", path.name), f"{path.name}: name lessons NN_topic.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_cell_has_title_and_colab_badge(path):
+    first = _cells(path)[0]
+    assert first["cell_type"] == "markdown", f"{path.name}: the first cell must be markdown (title and badge)"
+    assert first["text"].startswith("# "), f"{path.name}: the first cell must start with a '# ' title"
+    link = f"{sync.colab_base(URL)}/{path.name}"
+    assert f"]({link})" in first["text"], f"{path.name}: no Colab badge linking to {link} in the first cell"
+    assert "colab-badge.svg" in first["text"], f"{path.name}: the Colab link should show the badge image"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_one_setup_cell_installs_from_the_repository(path):
+    cells = _cells(path)
+    installs = [c for c in cells if c["cell_type"] == "code" and "pip install" in c["text"]]
+    assert len(installs) == 1, f"{path.name}: expected one setup cell with pip install, found {len(installs)}"
+    setup = installs[0]["text"]
+    assert cells.index(installs[0]) <= 2, f"{path.name}: the setup cell must come right after the title"
+    assert re.search(r"except ImportError:.*\n\s+%pip install -q git\+" + re.escape(URL) + r"\s*\n", setup), (
+        f"{path.name}: the setup cell must run `%pip install -q git+{URL}` only when `import dlscratch` fails"
+    )
+    assert " -e " not in setup and "--editable" not in setup, f"{path.name}: never an editable install in Colab"
+    for needed in ['os.environ.get("DLSCRATCH_DEVICE", "auto")', "manual_seed(", "np.random.seed(", "describe()"]:
+        assert needed in setup, f"{path.name}: the setup cell does not contain {needed!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_times_its_own_code(path):
+    assert any(c["cell_type"] == "code" and "%timeit" in c["text"] for c in _cells(path)), (
+        f"{path.name}: no %timeit: every lesson times its own bottlenecks"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercises_have_solutions_markers_and_check_cells(path):
+    cells = _cells(path)
+    exercise_id = re.compile(r"Exercise (" + _number(path) + r"\.\d+)")
+    solutions = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and "### BEGIN SOLUTION" in c["text"]]
+    assert solutions, f"{path.name}: no exercise with ### BEGIN SOLUTION / ### END SOLUTION"
+    for i in solutions:
+        text = cells[i]["text"]
+        assert text.count("### BEGIN SOLUTION") == text.count("### END SOLUTION"), f"{path.name} cell {i}: unpaired"
+        assert text.index("### BEGIN SOLUTION") < text.index("### END SOLUTION"), f"{path.name} cell {i}: order"
+        statements = [c["text"] for c in cells[:i] if c["cell_type"] == "markdown" and exercise_id.search(c["text"])]
+        assert statements, f"{path.name} cell {i}: no markdown before it names 'Exercise {_number(path)}.k'"
+        ident = exercise_id.findall(statements[-1])[-1]
+        after = next((c for c in cells[i + 1:] if c["cell_type"] == "code"), None)
+        assert after is not None and f"Exercise {ident}" in after["text"] and "assert" in after["text"], (
+            f"{path.name}: Exercise {ident} must be followed by a check cell that names it and asserts"
+        )
+        assert "### BEGIN SOLUTION" not in after["text"], f"{path.name}: the check of Exercise {ident} holds a solution"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_stored_errors(path):
+    for i, cell in enumerate(_cells(path)):
+        for out in cell.get("outputs", []):
+            assert out.get("output_type") != "error", f"{path.name} cell {i}: stored error {out.get('ename')}"
+            if out.get("name") == "stderr":
+                text = "".join(out["text"])
+                assert "Traceback" not in text and "Warning" not in text, f"{path.name} cell {i}: stderr {text[:80]!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_machine_paths(path):
+    for i, cell in enumerate(_cells(path)):
+        for where, text in [("source", cell["text"]), *(("output", t) for t in _text_outputs(cell))]:
+            match = MACHINE_PATH.search(text)
+            assert match is None, f"{path.name} cell {i}: a machine path in the {where}: {text[match.start():][:60]!r}"
+
+
+def test_sync_check_passes():
+    result = subprocess.run([sys.executable, str(TOOL), "--check"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"tools/sync_repo_url.py --check failed:\n{result.stdout}{result.stderr}"
+
+
+def _fork(tmp_path, url):
+    """A copy of the repository's README, notebooks and tool whose pyproject names ``url``."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy(TOOL, tmp_path / "tools")
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    if (ROOT / "README.md").exists():
+        shutil.copy(ROOT / "README.md", tmp_path)
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8").replace(URL, url)
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def _run(root, *args):
+    return subprocess.run([sys.executable, str(root / "tools" / "sync_repo_url.py"), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_sync_rewrites_a_fork_and_is_idempotent(tmp_path):
+    root = _fork(tmp_path, "https://github.com/someone/myfork")
+    before = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (root / "notebooks").glob("*.ipynb")}
+    checked = _run(root, "--check")
+    assert checked.returncode == 1 and "00_backends.ipynb" in checked.stdout, checked.stdout
+    assert _run(root).returncode == 0
+    for path in (root / "notebooks").glob("*.ipynb"):
+        text = path.read_text(encoding="utf-8")
+        assert f"colab.research.google.com/github/someone/myfork/blob/main/notebooks/{path.name}" in text
+        assert "git+https://github.com/someone/myfork" in text and URL not in text
+        old, new = before[path.name], json.loads(text)
+        assert len(old["cells"]) == len(new["cells"]) and old["metadata"] == new["metadata"]
+        for a, b in zip(old["cells"], new["cells"]):
+            assert {k: v for k, v in a.items() if k != "source"} == {k: v for k, v in b.items() if k != "source"}, (
+                f"{path.name}: the tool changed more than cell sources"
+            )
+    if (root / "README.md").exists():
+        readme = (root / "README.md").read_text(encoding="utf-8")
+        assert "github/someone/myfork/blob/main/notebooks/" in readme and "github/dlscratch/dlscratch" not in readme
+    snapshot = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    again = _run(root)
+    assert again.returncode == 0 and "updated 0 file(s)" in again.stdout
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == snapshot, "a second run changed files"
+    assert _run(root, "--check").returncode == 0
+
+
+def test_sync_without_readme_skips_it_with_a_note(tmp_path):
+    root = _fork(tmp_path, URL)
+    (root / "README.md").unlink(missing_ok=True)
+    result = _run(root, "--check")
+    assert result.returncode == 0 and "README.md does not exist yet" in result.stdout
+
+
+def test_repository_key_is_read_without_tomllib():
+    text = '[project]\nname = "x"\n\n[project.urls]\nHomepage = "https://a.org"\nRepository = "https://github.com/o/r.git"\n'
+    assert sync._read_repository_key(text) == "https://github.com/o/r.git"
+    assert sync._read_repository_key('[project]\nname = "x"\n') is None
+    assert sync._read_repository_key((ROOT / "pyproject.toml").read_text(encoding="utf-8")) == URL
+
+
+def test_non_github_url_is_refused_with_a_reason():
+    with pytest.raises(SystemExit, match="github.com/<owner>/<repo>"):
+        sync.colab_base("https://gitlab.com/o/r")
