@@ -54,11 +54,16 @@ def backward(output, grad):
                     f"{fn.name}.backward returned a gradient of shape {gx.shape} for an input of shape {x.shape}"
                 )
             if x.creator is None:
-                x.accumulate_grad(gx)
+                x.accumulate_grad(gx, copy=not (fn.fresh_grads and _used_once(gx, gxs)))
             else:
                 key = id(x)
                 previous = grads.get(key)
                 grads[key] = gx if previous is None else previous + gx
+
+
+def _used_once(gx, gxs):
+    """True when ``gx`` is not also the gradient of another input of the same function."""
+    return sum(g is gx for g in gxs) == 1
 
 
 def _take_grad(output_ref, grads):

@@ -32,6 +32,10 @@ class Function:
     inputs = ()
     outputs = ()
     seq = -1  # creation number, set when recorded; backward runs in decreasing seq
+    # True where backward always returns new arrays that nothing else keeps (GEMM results):
+    # a leaf may then adopt its gradient as ``.grad`` without a copy, as PyTorch's AccumulateGrad
+    # does when it holds the only reference.
+    fresh_grads = False
 
     @property
     def name(self):

@@ -166,10 +166,14 @@ class Tensor:
         else:
             autograd.backward(self, grad)
 
-    def accumulate_grad(self, g):
-        """Add array ``g`` to ``.grad`` (in this tensor's dtype; never sharing ``g``'s memory)."""
+    def accumulate_grad(self, g, copy=True):
+        """Add array ``g`` to ``.grad``, in this tensor's dtype.
+
+        ``copy=False`` lets the first gradient be kept as it is, when the caller knows that nothing
+        else holds ``g``; otherwise ``.grad`` never shares ``g``'s memory.
+        """
         if self.grad is None:
-            self.grad = Tensor._make(g.astype(self.data.dtype, copy=True), False)
+            self.grad = Tensor._make(g.astype(self.data.dtype, copy=copy), False)
         else:
             self.grad = Tensor._make((self.grad.data + g).astype(self.data.dtype, copy=False), False)
 

@@ -63,6 +63,26 @@ def test_grad_does_not_share_memory_with_the_seed():
     np.testing.assert_array_equal(seed, [1.0, 1.0])
 
 
+def test_fresh_gradients_are_adopted_and_shared_ones_copied():
+    W = dlscratch.randn(3, 4, requires_grad=True)
+    x = dlscratch.randn(5, 4, requires_grad=True)
+    F.linear(x, W).sum().backward()
+    expected = np.ones((5, 3), np.float32).T @ x.numpy()
+    np.testing.assert_allclose(W.grad.numpy(), expected, rtol=1e-6)
+    # add passes one array to both inputs: the two leaves must not share it
+    a = dlscratch.randn(3, requires_grad=True)
+    b = dlscratch.randn(3, requires_grad=True)
+    (a + b).backward(grad=np.ones(3, np.float32))
+    assert not np.shares_memory(a.grad.data, b.grad.data)
+    a.grad.data += 1
+    np.testing.assert_array_equal(b.grad.numpy(), np.ones(3))
+    # one matmul input used twice: both contributions arrive and add up
+    m = dlscratch.tensor(np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), requires_grad=True)
+    (m @ m).sum().backward()
+    g = np.ones((2, 2))
+    np.testing.assert_allclose(m.grad.numpy(), g @ m.numpy().T + m.numpy().T @ g)
+
+
 def test_intermediate_grads_are_not_kept_unless_retained():
     x = dlscratch.tensor([1.0, 2.0], requires_grad=True)
     h = x * 3

@@ -16,6 +16,8 @@ def _outer_or_matmul(a, b):
 
 
 class MatMul(Function):
+    fresh_grads = True
+
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError("matmul needs tensors of at least one dimension; use * for scalars")
@@ -48,6 +50,8 @@ class MatMul(Function):
 class Linear(Function):
     """``x @ W.T + b`` in one node. ``x: (*, in)``, ``W: (out, in)``, ``b: (out,)`` or absent;
     output ``(*, out)``. Leading dimensions are flattened into one GEMM."""
+
+    fresh_grads = True
 
     def forward(self, x, W, b=None):
         if x.ndim < 1 or W.ndim != 2 or x.shape[-1] != W.shape[1]:
