@@ -66,9 +66,21 @@ def test_measure_returns_one_positive_time_per_repeat():
 def test_measure_interleaves_the_variants():
     order = []
     times = measure_interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeat=3,
-                                number=1, warmup=0)
+                                number=1, warmup=0, settle=0, pause=0)
     assert order == ["a", "b"] * 3
     assert {name: len(t) for name, t in times.items()} == {"a": 3, "b": 3}
+
+
+def test_each_turn_settles_with_untimed_calls_after_a_pause(monkeypatch):
+    order, pauses = [], []
+    monkeypatch.setattr("dlscratch.bench.timing.time.sleep", pauses.append)
+    measure_interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeat=2, number=1,
+                        warmup=0, settle=1, pause=0.25)
+    assert order == ["a", "a", "b", "b"] * 2  # one untimed call, then the timed one, per turn
+    assert pauses == [0.25] * 4
+    pauses.clear()
+    measure_interleaved({"a": lambda: None}, repeat=2, number=1, warmup=0, pause=0.25)
+    assert pauses == [0, 0]  # a single variant has nobody to wait for
 
 
 def test_median_and_format_time():

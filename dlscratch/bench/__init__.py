@@ -9,6 +9,7 @@ import importlib
 #: suite name -> module that implements it
 SUITES = {
     "autograd": "dlscratch.bench.autograd",
+    "mlp": "dlscratch.bench.mlp",
 }
 
 

@@ -106,7 +106,7 @@ def variants(shape, n):
 def rows_for(shape, n, repeat, quick):
     """Table rows for one size: µs per op, and the overhead against the matching raw variant."""
     fns = variants(shape, n)
-    times = measure_interleaved(fns, repeat=repeat, number=1 if quick else None)
+    times = measure_interleaved(fns, repeat=repeat, number=1 if quick else None, pause=0)  # no BLAS: no spinning
     us = {name: median(t) / n * 1e6 for name, t in times.items()}
     raw_fwd, raw_fwd_bwd = list(us)[:2]
     baseline = {"dlscratch forward, no_grad": raw_fwd, "dlscratch forward": raw_fwd,

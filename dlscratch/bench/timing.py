@@ -54,11 +54,15 @@ def calibrate(fn, min_time=0.02):
         number *= 10
 
 
-def measure_interleaved(variants, repeat=5, number=None, warmup=1):
+def measure_interleaved(variants, repeat=5, number=None, warmup=1, settle=1, pause=0.2):
     """Per-call seconds of each variant (a dict name -> fn), ``repeat`` figures each.
 
     The variants take turns, one figure each per round, so that a slow spell of a noisy
-    machine hits all of them alike. ``number=None`` calibrates each variant once.
+    machine hits all of them alike. ``number=None`` calibrates each variant once. Each turn
+    starts with a ``pause`` in seconds and ``settle`` untimed calls. The pause lets the
+    thread pools of the previous turn stop spinning: OpenBLAS's idle threads busy-wait for a
+    while after each call, taking a core from whoever runs next (without it, PyTorch's steps
+    after a NumPy turn ran 2-10x slower on a 2-core machine). With one variant there is no pause.
     """
     numbers = {}
     for name, fn in variants.items():
@@ -67,9 +71,11 @@ def measure_interleaved(variants, repeat=5, number=None, warmup=1):
             backend.synchronize()
         numbers[name] = number or calibrate(fn)
     times = {name: [] for name in variants}
+    pause = pause if len(variants) > 1 else 0
     for _ in range(repeat):
         for name, fn in variants.items():
-            times[name] += measure(fn, repeat=1, number=numbers[name], warmup=0)
+            time.sleep(pause)
+            times[name] += measure(fn, repeat=1, number=numbers[name], warmup=settle)
     return times
 
 

@@ -35,6 +35,7 @@ class SGD(Optimizer):
                 buf = state["momentum_buffer"] = grad.copy()
             else:
                 buf *= momentum
-                buf += (1 - float(group["dampening"])) * grad
+                dampening = float(group["dampening"])
+                buf += grad if dampening == 0 else (1 - dampening) * grad
             grad = grad + momentum * buf if group["nesterov"] else buf
         p.data -= lr * grad
