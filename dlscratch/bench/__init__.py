@@ -10,6 +10,9 @@ import importlib
 SUITES = {
     "autograd": "dlscratch.bench.autograd",
     "mlp": "dlscratch.bench.mlp",
+    "conv": "dlscratch.bench.conv",
+    "pool": "dlscratch.bench.pool",
+    "cnn": "dlscratch.bench.cnn",
 }
 
 

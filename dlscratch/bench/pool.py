@@ -1,0 +1,110 @@
+"""Suite "pool": 2x2 max pooling (forward, and forward+backward with each backward variant) and
+average pooling, on the issue's workload: (128, 32, 28, 28) float32. PyTorch rows where importable.
+
+The max-pool backward variants are those of ``F.max_pool2d(..., backward=...)`` (see
+``dlscratch/functions/pooling.py``): "argmax_scatter" is the article's slow original, "mask" its
+fix, "scatter_add" the argmax with the shim's scatter-add, "offsets" the library's default.
+"""
+
+import numpy
+
+from .. import backend
+from ..functions.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS, avg_pool2d, max_pool2d
+from ..tensor import Tensor
+from .timing import format_table, measure_interleaved, median, torch_available
+
+SHAPE, QUICK_SHAPE = (128, 32, 28, 28), (2, 3, 8, 8)
+REPEAT, QUICK_REPEAT = 7, 1
+TARGET_RATIO = 1.5
+HEADERS = ["variant", "ms", "x PyTorch"]
+
+
+def dlscratch_variants(x):
+    """dlscratch's rows: max-pool forward, forward+backward per variant, avg-pool forward+backward."""
+    xt = Tensor(x, requires_grad=True)
+    seed = backend.xp.ones((x.shape[0], x.shape[1], x.shape[2] // 2, x.shape[3] // 2), dtype=numpy.float32)
+
+    def forward():
+        max_pool2d(Tensor(x), 2)
+
+    def forward_backward(pool):
+        xt.zero_grad()
+        pool(xt).backward(seed)
+
+    variants = {"dlscratch max forward": forward}
+    for how in MAX_POOL_BACKWARDS:
+        mark = " (default)" if how == DEFAULT_MAX_POOL_BACKWARD else ""
+        variants[f"dlscratch max forward+backward, {how}{mark}"] = (
+            lambda how=how: forward_backward(lambda t: max_pool2d(t, 2, backward=how))
+        )
+    variants["dlscratch avg forward+backward"] = lambda: forward_backward(lambda t: avg_pool2d(t, 2))
+    return variants
+
+
+def torch_variants(x):
+    """The same in PyTorch on the CPU."""
+    import torch
+
+    data = torch.from_numpy(backend.to_cpu(x))
+    xt = data.clone().requires_grad_(True)
+    seed = torch.ones((x.shape[0], x.shape[1], x.shape[2] // 2, x.shape[3] // 2))
+
+    def forward():
+        with torch.no_grad():
+            torch.nn.functional.max_pool2d(data, 2)
+
+    def forward_backward(pool):
+        xt.grad = None
+        pool(xt, 2).backward(seed)
+
+    return {
+        "PyTorch CPU max forward": forward,
+        "PyTorch CPU max forward+backward": lambda: forward_backward(torch.nn.functional.max_pool2d),
+        "PyTorch CPU avg forward+backward": lambda: forward_backward(torch.nn.functional.avg_pool2d),
+    }
+
+
+def reference_of(name):
+    """The PyTorch row a dlscratch row is compared with."""
+    if "avg" in name:
+        return "PyTorch CPU avg forward+backward"
+    return "PyTorch CPU max forward+backward" if "backward" in name else "PyTorch CPU max forward"
+
+
+def run(repeat=None, quick=False):
+    """Time every variant, print the table and the verdict; return ``(headers, rows)``."""
+    shape = QUICK_SHAPE if quick else SHAPE
+    repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
+    x = backend.xp.asarray(numpy.random.default_rng(0).standard_normal(shape, dtype=numpy.float32))
+    print(f"pool: 2x2 pooling, stride 2, on {shape} float32, device {backend.device()}; "
+          f"median of {repeat} interleaved repeats")
+    variants = dlscratch_variants(x)
+    if torch_available():
+        variants.update(torch_variants(x))
+    times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
+    seconds = {name: median(t) for name, t in times.items()}
+    rows = []
+    for name, s in seconds.items():
+        ref = reference_of(name)
+        ratio = f"{s / seconds[ref]:.2f}" if ref in seconds and not name.startswith("PyTorch") else "-"
+        rows.append([name, f"{s * 1e3:.3f}", ratio])
+    print(format_table(HEADERS, rows))
+    for line in summary(seconds, quick):
+        print(line)
+    return HEADERS, rows
+
+
+def summary(seconds, quick):
+    """The verdict for the default max-pool forward+backward."""
+    if quick:
+        return ["quick mode: tiny shapes, a smoke test, not a measurement"]
+    lines = []
+    default = f"dlscratch max forward+backward, {DEFAULT_MAX_POOL_BACKWARD} (default)"
+    if "PyTorch CPU max forward+backward" in seconds:
+        ratio = seconds[default] / seconds["PyTorch CPU max forward+backward"]
+        lines.append(f"default max pool forward+backward / PyTorch: {ratio:.2f} (target <= {TARGET_RATIO:g}: "
+                     f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})")
+    else:
+        lines.append("PyTorch is not importable here: target not judged")
+    lines.append("reference (issue, same machine kind): PyTorch ~10 ms, DeZero 0.0.13 67 ms")
+    return lines
