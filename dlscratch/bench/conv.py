@@ -111,7 +111,8 @@ def run(repeat=None, quick=False):
     gflops = {name: (gemms[name][1] if name in gemms else flops * (3 if "backward" in name else 1)) / s / 1e9
               for name, s in seconds.items()}
     peak = max(gflops[name] for name in gemms)
-    rows = [[name, f"{seconds[name] * 1e3:.2f}", f"{gflops[name]:.1f}", f"{gflops[name] / peak * 100:.0f}"]
+    # significant digits rather than fixed decimals: quick mode's shapes take hundredths of a millisecond
+    rows = [[name, f"{seconds[name] * 1e3:.4g}", f"{gflops[name]:.3g}", f"{gflops[name] / peak * 100:.1f}"]
             for name in variants]
     print(format_table(HEADERS, rows))
     for line in summary(seconds, gflops, quick):
