@@ -143,6 +143,37 @@ def test_column_matrices_are_reused_once_their_graph_is_freed(monkeypatch):
         np.testing.assert_allclose(w.grad.data[:, :, i, j], np.broadcast_to(expected, (3, 2)), rtol=1e-5)
 
 
+def test_leaves_keep_conv_gradients_that_no_later_step_overwrites(monkeypatch):
+    # Conv2d hands its gradients over without a copy (fresh_grads): none may alias the column
+    # matrix, which the cache lends to the next step's forward, or any other kept buffer.
+    assert conv_module.Conv2d.fresh_grads
+    cache = conv_module.ColumnCache(limit=10_000, smallest=0)
+    monkeypatch.setattr(conv_module, "COLUMN_CACHE", cache)
+    x = dlscratch.tensor(random((2, 2, 5, 5), 33), requires_grad=True)
+    w = dlscratch.tensor(random((3, 2, 3, 3), 34), requires_grad=True)
+    b = dlscratch.tensor(random((3,), 35), requires_grad=True)
+    y = F.conv2d(x, w, b, padding=1)
+    cols = y.creator.cols
+    y.backward(dlscratch.tensor(random(y.shape, 36)))
+    del y
+    kept = [t.grad.data for t in (x, w, b)]
+    before = [g.copy() for g in kept]
+    assert not any(np.shares_memory(g, cols) for g in kept)
+    for t in (x, w, b):
+        t.grad = None
+    y = F.conv2d(dlscratch.tensor(random((2, 2, 5, 5), 37)), w, b, padding=1)  # refills the same columns
+    assert y.creator.cols is cols
+    y.backward(dlscratch.tensor(random(y.shape, 38)))
+    for got, want in zip(kept, before):
+        np.testing.assert_array_equal(got, want)
+    assert not any(np.shares_memory(t.grad.data, g) for t in (w, b) for g in kept)
+
+
+def test_weight_gradient_is_the_product_with_the_columns():
+    gy, cols = random((4, 50), 39), random((6, 50), 40)
+    np.testing.assert_allclose(conv_module.weight_gradient(gy, cols), gy @ cols.T, rtol=1e-5, atol=1e-5)
+
+
 def test_column_cache_keeps_large_cpu_arrays_up_to_its_limit():
     cache = conv_module.ColumnCache(limit=100, smallest=40)
     cache.give(np.zeros(5, np.float32))  # 20 bytes: too small to keep

@@ -136,6 +136,21 @@ def test_dropout_in_training_zeroes_about_p_and_scales_the_rest(backend):
     np.testing.assert_allclose(x.grad.numpy(), np.where(zeroed, 0.0, g / (1 - p)), rtol=1e-6)
 
 
+def test_dropout_keeps_a_batch_last_layout_and_backpropagates_any_layout(backend):
+    # a convolution's output is stored (C, H, W, N): the mask is drawn in that order and y keeps it
+    dlscratch.manual_seed(1)
+    stored = backend.asarray(np.random.default_rng(2).random((4, 3, 3, 16), dtype=np.float32) + 1)
+    x = dlscratch.tensor(stored.transpose(3, 0, 1, 2), requires_grad=True)
+    y = F.dropout(x, 0.25)
+    assert y.shape == (16, 4, 3, 3) and np.argsort(y.data.strides).tolist() == [0, 3, 2, 1]
+    zeroed = y.numpy() == 0
+    assert 0 < zeroed.mean() < 0.5
+    np.testing.assert_allclose(y.numpy(), np.where(zeroed, 0.0, x.numpy() / 0.75), rtol=1e-6)
+    g = np.random.default_rng(3).standard_normal(y.shape).astype(np.float32)  # C-ordered, as Flatten gives it
+    y.backward(g)
+    np.testing.assert_allclose(x.grad.numpy(), np.where(zeroed, 0.0, g / 0.75), rtol=1e-6)
+
+
 def test_dropout_mask_comes_from_the_seeded_generator():
     x = dlscratch.ones(1000)
     dlscratch.manual_seed(7)

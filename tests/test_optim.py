@@ -5,6 +5,7 @@ documented rules), step by step, without calling the code under test.
 """
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -322,3 +323,80 @@ def test_each_optimizer_fits_a_linear_regression(name):
         opt.step()
     assert first > 1.0 and loss.item() < 1e-3
     np.testing.assert_allclose(model.weight.numpy(), [[1.5, -2.0, 0.5]], atol=0.05)
+
+
+# ----- in-place updates: the rules on random arrays, no parameter-sized temporaries -----
+def _sgd_rule(p, grads, lr, momentum, dampening, weight_decay, nesterov):
+    buf = None
+    for g in grads:
+        g = g + weight_decay * p
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p = p - lr * g
+    return p
+
+
+def _adam_rule(p, grads, lr, betas, eps, weight_decay):
+    m = v = 0.0
+    for t, g in enumerate(grads, start=1):
+        g = g + weight_decay * p
+        m = betas[0] * m + (1 - betas[0]) * g
+        v = betas[1] * v + (1 - betas[1]) * g**2
+        p = p - lr * (m / (1 - betas[0] ** t)) / (np.sqrt(v / (1 - betas[1] ** t)) + eps)
+    return p
+
+
+def _adadelta_rule(p, grads, lr, rho, eps, weight_decay):
+    v = u = 0.0
+    for g in grads:
+        g = g + weight_decay * p
+        v = rho * v + (1 - rho) * g**2
+        delta = np.sqrt(u + eps) / np.sqrt(v + eps) * g
+        u = rho * u + (1 - rho) * delta**2
+        p = p - lr * delta
+    return p
+
+
+RULES = [
+    (optim.SGD, _sgd_rule, dict(lr=0.1, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)),
+    (optim.SGD, _sgd_rule, dict(lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01, nesterov=False)),
+    (optim.SGD, _sgd_rule, dict(lr=0.05, momentum=0.8, dampening=0.0, weight_decay=0.02, nesterov=True)),
+    (optim.Adam, _adam_rule, dict(lr=0.01, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)),
+    (optim.Adam, _adam_rule, dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
+    (optim.AdaDelta, _adadelta_rule, dict(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0)),
+    (optim.AdaDelta, _adadelta_rule, dict(lr=0.5, rho=0.95, eps=1e-5, weight_decay=0.05)),
+]
+
+
+@pytest.mark.parametrize("make, rule, hyper", RULES)
+def test_in_place_updates_follow_the_rules_on_random_arrays(make, rule, hyper):
+    rng = np.random.default_rng(1)
+    p0 = rng.standard_normal((3, 4)).astype(np.float32)
+    grads = [rng.standard_normal((3, 4)).astype(np.float32) for _ in range(4)]
+    p, q = nn.Parameter(p0.copy()), nn.Parameter(p0[:2].copy())  # two shapes share nothing
+    opt = make([p, q], **hyper)
+    for g in grads:
+        p.grad, q.grad = dlscratch.tensor(g), dlscratch.tensor(g[:2] * 2)
+        opt.step()
+        np.testing.assert_array_equal(p.grad.numpy(), g)  # the gradient is left as it was
+    expected = rule(p0.astype(np.float64), [g.astype(np.float64) for g in grads], **hyper)
+    np.testing.assert_allclose(p.numpy(), expected, rtol=2e-5, atol=1e-6)
+    expected_q = rule(p0[:2].astype(np.float64), [2 * g[:2].astype(np.float64) for g in grads], **hyper)
+    np.testing.assert_allclose(q.numpy(), expected_q, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make, hyper", [(make, hyper) for make, _, hyper in RULES])
+def test_steps_allocate_no_parameter_sized_temporaries(make, hyper):
+    p = nn.Parameter(np.ones(250_000, np.float32))  # 1 MB
+    opt = make([p], **hyper)
+    p.grad = dlscratch.tensor(np.full(250_000, 0.5, np.float32))
+    for _ in range(2):  # the first steps create the state and the scratch buffers
+        opt.step()
+    tracemalloc.start()
+    try:
+        opt.step()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < p.data.nbytes // 2, f"one step allocated {peak} bytes at its peak"

@@ -20,7 +20,7 @@ from .timing import format_table, measure_interleaved, median, torch_available
 KERAS_BATCH, ARTICLE_BATCH = 128, 8
 QUICK_KERAS_BATCH, QUICK_ARTICLE_BATCH = 2, 2
 REPEAT, QUICK_REPEAT = 5, 1
-DEZERO_KERAS_MS = 440.0  # DeZero 0.0.13, Keras CNN SGD step at batch 128, measured on a 2-core CPU (issue 4)
+DEZERO_KERAS_MS = 440.0  # DeZero 0.0.13's Keras CNN SGD step at batch 128 on a 2-core CPU: the issue's figure
 TARGET_RATIO, TARGET_VS_DEZERO = 1.5, 3.0
 HEADERS = ["network", "batch", "framework", "ms/step", "x PyTorch"]
 

@@ -12,6 +12,7 @@ import numpy
 from .. import backend
 from ..creation import manual_seed
 from ..functions.conv import conv2d
+from ..functions.im2col import resolve_method
 from ..tensor import Tensor
 from .timing import format_table, measure_interleaved, median, torch_available
 
@@ -98,8 +99,10 @@ def run(repeat=None, quick=False):
     shape, out = (QUICK_SHAPE, QUICK_OUT) if quick else (SHAPE, OUT)
     repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
     manual_seed(0)
+    default = resolve_method(None, backend.xp.empty(0), "conv")
     print(f"conv: conv2d {shape[1]} -> {out}, {KERNEL}x{KERNEL}, padding {PADDING}, input {shape}, float32, "
-          f"device {backend.device()}; median of {repeat} interleaved repeats")
+          f"device {backend.device()}; median of {repeat} interleaved repeats; "
+          f"unnamed dlscratch rows use the default im2col method {default!r}")
     gemms = gemm_variants(shape, out)
     variants = {name: fn for name, (fn, _) in gemms.items()}
     variants.update(dlscratch_variants(shape, out))

@@ -30,19 +30,20 @@ class AdaDelta(Optimizer):
     def _update(self, p, grad, state, group):
         xp = get_array_module(p.data)
         lr, rho, eps, weight_decay = (float(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
+        tmp, delta = self.scratch(p), self.scratch(p, 1)
         if weight_decay:
-            grad = grad + weight_decay * p.data
+            grad = xp.add(grad, xp.multiply(p.data, weight_decay, out=tmp), out=self.scratch(p, 2))
         if not state:
             state.update(square_avg=xp.zeros_like(p.data), acc_delta=xp.zeros_like(p.data))
         v, u = state["square_avg"], state["acc_delta"]
         v *= rho
-        v += (1 - rho) * grad * grad
-        delta = xp.sqrt(u + eps)
-        delta /= xp.sqrt(v + eps)
+        v += xp.multiply(xp.multiply(grad, 1 - rho, out=tmp), grad, out=tmp)
+        xp.sqrt(xp.add(u, eps, out=delta), out=delta)
+        delta /= xp.sqrt(xp.add(v, eps, out=tmp), out=tmp)
         delta *= grad
         u *= rho
-        u += (1 - rho) * delta * delta
-        p.data -= lr * delta
+        u += xp.multiply(xp.multiply(delta, 1 - rho, out=tmp), delta, out=tmp)
+        p.data -= xp.multiply(delta, lr, out=tmp)
 
 
 Adadelta = AdaDelta  # PyTorch's spelling

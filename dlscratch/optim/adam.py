@@ -34,18 +34,21 @@ class Adam(Optimizer):
         xp = get_array_module(p.data)
         beta1, beta2 = (float(b) for b in group["betas"])
         lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
+        tmp = self.scratch(p)
         if weight_decay:
-            grad = grad + weight_decay * p.data
+            grad = xp.add(grad, xp.multiply(p.data, weight_decay, out=tmp), out=self.scratch(p, 1))
         if not state:
             state.update(step=0, exp_avg=xp.zeros_like(p.data), exp_avg_sq=xp.zeros_like(p.data))
         state["step"] += 1
         t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
         m *= beta1
-        m += (1 - beta1) * grad
+        m += xp.multiply(grad, 1 - beta1, out=tmp)
         v *= beta2
-        v += (1 - beta2) * grad * grad
+        v += xp.multiply(xp.multiply(grad, 1 - beta2, out=tmp), grad, out=tmp)
         # sqrt(v_hat) + eps = sqrt(v) / sqrt(1 - beta2**t) + eps; Python floats keep it float32
-        denom = xp.sqrt(v)
+        denom = xp.sqrt(v, out=tmp)
         denom /= math.sqrt(1 - beta2**t)
         denom += eps
-        p.data -= (lr / (1 - beta1**t)) * m / denom
+        step = xp.divide(m, denom, out=tmp)
+        step *= lr / (1 - beta1**t)
+        p.data -= step

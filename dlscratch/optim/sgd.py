@@ -1,5 +1,6 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
 
+from ..backend import get_array_module
 from .optimizer import Optimizer
 
 
@@ -26,9 +27,11 @@ class SGD(Optimizer):
             raise ValueError("SGD: nesterov=True needs momentum > 0 and dampening = 0")
 
     def _update(self, p, grad, state, group):
+        xp = get_array_module(p.data)
         lr, momentum, weight_decay = float(group["lr"]), float(group["momentum"]), float(group["weight_decay"])
+        tmp = self.scratch(p)
         if weight_decay:
-            grad = grad + weight_decay * p.data
+            grad = xp.add(grad, xp.multiply(p.data, weight_decay, out=tmp), out=tmp)
         if momentum:
             buf = state.get("momentum_buffer")
             if buf is None:
@@ -36,6 +39,9 @@ class SGD(Optimizer):
             else:
                 buf *= momentum
                 dampening = float(group["dampening"])
-                buf += grad if dampening == 0 else (1 - dampening) * grad
-            grad = grad + momentum * buf if group["nesterov"] else buf
-        p.data -= lr * grad
+                buf += grad if dampening == 0 else xp.multiply(grad, 1 - dampening, out=self.scratch(p, 1))
+            if group["nesterov"]:
+                grad = xp.add(grad, xp.multiply(buf, momentum, out=self.scratch(p, 1)), out=tmp)
+            else:
+                grad = buf
+        p.data -= xp.multiply(grad, lr, out=tmp)
