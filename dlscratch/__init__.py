@@ -8,7 +8,7 @@
     loss.backward()          # x.grad now holds d loss / d x
 """
 
-from . import backend, functional, training
+from . import backend, functional, memory, training
 from .checkpoint import load, save
 from .creation import arange, generator, manual_seed, ones, ones_like, rand, randint, randn, tensor, zeros, zeros_like
 from .function import Function
@@ -25,6 +25,6 @@ int64 = backend.numpy.int64
 __all__ = [
     "Function", "GradcheckError", "GradcheckReport", "Tensor", "arange", "backend", "enable_grad",
     "float32", "float64", "functional", "generator", "gradcheck", "int64", "is_grad_enabled", "load", "manual_seed",
-    "no_grad", "ones", "ones_like", "rand", "randint", "randn", "save", "set_grad_enabled", "tensor",
+    "memory", "no_grad", "ones", "ones_like", "rand", "randint", "randn", "save", "set_grad_enabled", "tensor",
     "training", "zeros", "zeros_like",
 ]

@@ -1,7 +1,8 @@
 """The conv, pool and cnn benchmark suites in quick mode: tables, FLOP arithmetic and verdicts.
 
-Nothing is asserted on speed. ``torch_available`` is patched to False so that the suites' own rows
-are checked alike on machines with and without PyTorch.
+Nothing is asserted on speed. ``torch_available`` and ``dezero_available`` are patched to False so
+that the suites' own rows are checked alike on machines with and without the reference frameworks
+(their rows are tested in test_bench_suites.py).
 """
 
 import math
@@ -12,9 +13,10 @@ from dlscratch.bench import SUITES, cnn, conv, load_suite, pool
 
 
 @pytest.fixture(autouse=True)
-def no_torch(monkeypatch):
+def no_reference_frameworks(monkeypatch):
     for suite in (conv, pool, cnn):
         monkeypatch.setattr(suite, "torch_available", lambda: False)
+        monkeypatch.setattr(suite, "dezero_available", lambda: False)
 
 
 def positive(text):

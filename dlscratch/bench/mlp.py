@@ -15,7 +15,7 @@ from .. import backend, nn, optim
 from ..creation import manual_seed
 from ..functions.loss import cross_entropy
 from ..tensor import Tensor
-from .timing import format_table, measure_interleaved, median, torch_available
+from .timing import format_table, measure_interleaved, median, torch_available, verdict
 
 MODELS = [(784, 1000, 10), (784, 256, 256, 10)]
 BATCHES = [1, 8, 128, 1024]
@@ -123,6 +123,5 @@ def summary(rows, quick):
         if limit is not None:
             met = ratio < limit if batch in (1, 8) else ratio <= limit
             target = "faster than PyTorch" if batch in (1, 8) else f"within {limit:g}x of PyTorch"
-            lines.append(f"{model} at batch {batch}: {ratio:.2f}x PyTorch's step time "
-                         f"(target: {target}: {'met' if met else 'NOT met'})")
+            lines.append(f"{model} at batch {batch}: {ratio:.2f}x PyTorch's step time {verdict(met, target)}")
     return lines

@@ -1,5 +1,6 @@
 """Suite "pool": 2x2 max pooling (forward, and forward+backward with each backward variant) and
-average pooling, on the issue's workload: (128, 32, 28, 28) float32. PyTorch rows where importable.
+average pooling, on the issue's workload: (128, 32, 28, 28) float32. PyTorch rows where importable;
+a DeZero 0.0.13 max-pool forward+backward row (the issue's reference, see ``dezero_models``) where it imports.
 
 The max-pool backward variants are those of ``F.max_pool2d(..., backward=...)`` (see
 ``dlscratch/functions/pooling.py``): "argmax_scatter" is the article's slow original, "mask" its
@@ -11,7 +12,8 @@ import numpy
 from .. import backend
 from ..functions.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS, avg_pool2d, max_pool2d
 from ..tensor import Tensor
-from .timing import format_table, measure_interleaved, median, torch_available
+from . import dezero_models
+from .timing import dezero_available, format_table, measure_interleaved, median, torch_available, verdict
 
 SHAPE, QUICK_SHAPE = (128, 32, 28, 28), (2, 3, 8, 8)
 REPEAT, QUICK_REPEAT = 7, 1
@@ -81,6 +83,8 @@ def run(repeat=None, quick=False):
     variants = dlscratch_variants(x)
     if torch_available():
         variants.update(torch_variants(x))
+    if dezero_available():
+        variants["DeZero 0.0.13 CPU max forward+backward"] = dezero_models.max_pool_forward_backward(backend.to_cpu(x))
     times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
     seconds = {name: median(t) for name, t in times.items()}
     rows = []
@@ -102,9 +106,10 @@ def summary(seconds, quick):
     default = f"dlscratch max forward+backward, {DEFAULT_MAX_POOL_BACKWARD} (default)"
     if "PyTorch CPU max forward+backward" in seconds:
         ratio = seconds[default] / seconds["PyTorch CPU max forward+backward"]
-        lines.append(f"default max pool forward+backward / PyTorch: {ratio:.2f} (target <= {TARGET_RATIO:g}: "
-                     f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})")
+        lines.append(f"default max pool forward+backward / PyTorch: {ratio:.2f} "
+                     f"{verdict(ratio <= TARGET_RATIO, f'<= {TARGET_RATIO:g}')}")
     else:
         lines.append("PyTorch is not importable here: target not judged")
-    lines.append("reference (issue, same machine kind): PyTorch ~10 ms, DeZero 0.0.13 67 ms")
+    lines.append("reference (issue, same machine kind, which may differ from this one): "
+                 "PyTorch ~10 ms, DeZero 0.0.13 67 ms")
     return lines

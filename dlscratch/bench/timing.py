@@ -1,4 +1,4 @@
-"""Timing helpers shared by the benchmark suites: measure, interleave, summarise, print tables.
+"""Timing helpers shared by the benchmark suites: measure, interleave, summarise, print tables, judge.
 
 GPU work is asynchronous, so every measured call ends with ``backend.synchronize()``. The
 machines these run on are noisy, so suites interleave the variants they compare (one repeat
@@ -129,3 +129,20 @@ def torch_available():
     except Exception:  # ImportError, or a broken install failing to load its libraries
         return False
     return True
+
+
+@functools.cache
+def dezero_available():
+    """True when DeZero 0.0.13 imports (suites then measure it as the issue's reference; never a dependency)."""
+    from .dezero_models import import_dezero
+
+    try:
+        import_dezero()
+    except Exception:  # not installed, or an import that fails on this NumPy
+        return False
+    return True
+
+
+def verdict(met, target):
+    """A target's verdict in parentheses: ``verdict(True, "<= 1.5")`` is ``'(target <= 1.5: met)'``."""
+    return f"(target {target}: {'met' if met else 'NOT met'})"

@@ -34,6 +34,7 @@ from .im2col import (
     to_batch_last,
     unpad_batch_last,
 )
+from .threads import in_parts
 
 BAND_NUMBERS = 2**20  # numbers in one band of W.T @ gy (4 MB of float32)
 
@@ -112,16 +113,35 @@ class Conv2d(Function):
         """``col2im(weight.T @ gy)`` for ``weight: (O, C*kh*kw)``, ``gy: (O, Ho*Wo*N)``, in bands of output rows."""
         g = self.g
         xp = backend.get_array_module(gy)
+        on_gpu = backend.is_gpu_array(gy)
         per_row = weight.shape[1] * g.Wo * g.N
-        band = g.Ho if backend.is_gpu_array(gy) else max(1, BAND_NUMBERS // per_row)
+        band = g.Ho if on_gpu else max(1, BAND_NUMBERS // per_row)
         padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)
         for r0 in range(0, g.Ho, band):
             r1 = min(r0 + band, g.Ho)
             rows = slice(r0 * g.sh, (r1 - 1) * g.sh + g.kh)  # the padded rows these output rows read
             sub = Geometry(g.N, g.C, rows.stop - rows.start, padded.shape[2], g.kh, g.kw, g.sh, g.sw, 0, 0)
             gcols = weight.T @ gy[:, r0 * g.Wo * g.N : r1 * g.Wo * g.N]
-            padded[:, rows] += COL2IM[self.method](gcols, sub).transpose(1, 2, 3, 0)
+            if on_gpu:
+                padded[:, rows] += COL2IM[self.method](gcols, sub).transpose(1, 2, 3, 0)
+            else:
+                add_columns(padded[:, rows], gcols, sub)
         return unpad_batch_last(padded, g)
+
+
+def add_columns(target, gcols, g):
+    """col2im on the CPU, added in place: ``target: (C, Hp, Wp, N)`` += col2im of ``gcols``.
+
+    One strided-slice addition per kernel offset, on one part of the channels per core.
+    """
+    blocks = gcols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N)
+
+    def add(c0, c1):
+        for i in range(g.kh):
+            for j in range(g.kw):
+                target[c0:c1, g.rows(i), g.columns(j)] += blocks[c0:c1, i, j]
+
+    in_parts(add, g.C, gcols.size)
 
 
 def weight_gradient(gy, cols):

@@ -36,6 +36,9 @@ from .. import backend
 from ..function import Function
 from ..tensor import Tensor
 from .conv_kernels import col2im_kernel, im2col_kernel
+from .threads import in_parts
+
+TILE_NUMBERS = 2048  # numbers of one image in a tile of to_batch_last
 
 
 @dataclass(frozen=True)
@@ -123,13 +126,26 @@ def is_batch_last(x):
 def to_batch_last(x, out=None):
     """``x: (N, C, H, W)`` copied into ``out: (C, H, W, N)`` (a new array when None).
 
-    The copy goes 16 images at a time: a transposing copy of the whole batch reads from N images
-    (N pages) for every few numbers it writes and ran 1.5-2x slower here.
+    The copy goes in tiles of 16 images by a few channels (about 2,000 numbers of each image):
+    a tile's reads stay in cache while its writes, 16 numbers apart, fill whole cache lines. A
+    transposing copy of all channels at once ran 1.5-2.5x slower here (29 ms against 12 ms for
+    a 25 MB gradient at batch 128).
     """
     if out is None:
         out = backend.get_array_module(x).empty(x.shape[1:] + x.shape[:1], dtype=x.dtype)
-    for n in range(0, len(x), 16):
-        out[..., n : n + 16] = x[n : n + 16].transpose(1, 2, 3, 0)
+    N, C, H, W = x.shape
+    channels = max(1, TILE_NUMBERS // (H * W))
+
+    def copy(c0, c1):
+        for c in range(c0, c1, channels):
+            c_end = min(c + channels, c1)
+            for n in range(0, N, 16):
+                out[c:c_end, ..., n : n + 16] = x[n : n + 16, c:c_end].transpose(1, 2, 3, 0)
+
+    if backend.is_gpu_array(x):
+        out[...] = x.transpose(1, 2, 3, 0)
+    else:
+        in_parts(copy, C, x.size)
     return out
 
 
@@ -140,7 +156,9 @@ def pad_batch_last(x, g):
     """
     if g.ph == g.pw == 0:
         return x.transpose(1, 2, 3, 0) if is_batch_last(x) else to_batch_last(x)
-    padded = backend.get_array_module(x).zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=x.dtype)
+    padded = backend.get_array_module(x).empty((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=x.dtype)
+    for border in (padded[:, : g.ph], padded[:, g.ph + g.H :], padded[:, :, : g.pw], padded[:, :, g.pw + g.W :]):
+        border[...] = 0  # only the border: the inside is written next
     inner = padded[:, g.ph : g.ph + g.H, g.pw : g.pw + g.W]
     if is_batch_last(x):
         inner[...] = x.transpose(1, 2, 3, 0)
@@ -195,10 +213,22 @@ def im2col_slices(x, g, out=None):
     padded = pad_batch_last(x, g)
     cols = _cols_for(x, g, out)
     blocks = cols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N)
-    for i in range(g.kh):
-        for j in range(g.kw):
-            blocks[:, i, j] = padded[:, g.rows(i), g.columns(j)]
+
+    def copy(c0, c1):
+        for i in range(g.kh):
+            for j in range(g.kw):
+                blocks[c0:c1, i, j] = padded[c0:c1, g.rows(i), g.columns(j)]
+
+    _copy_channels(copy, g.C, cols)
     return cols
+
+
+def _copy_channels(copy, channels, cols):
+    """``copy(c0, c1)`` fills the rows of channels ``c0:c1`` of ``cols``: on NumPy, one part per core."""
+    if backend.is_gpu_array(cols):
+        copy(0, channels)
+    else:
+        in_parts(copy, channels, cols.size)
 
 
 def col2im_slices(cols, g):
@@ -227,7 +257,12 @@ def window_view(padded, g):
 def im2col_strided(x, g, out=None):
     """The window view, copied into a matrix."""
     cols = _cols_for(x, g, out)
-    cols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N)[...] = window_view(pad_batch_last(x, g), g)
+    blocks, windows = cols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N), window_view(pad_batch_last(x, g), g)
+
+    def copy(c0, c1):
+        blocks[c0:c1] = windows[c0:c1]
+
+    _copy_channels(copy, g.C, cols)
     return cols
 
 

@@ -139,10 +139,30 @@ def running_max(views):
         return views[0].copy(order="K"), xp.zeros_like(views[0], dtype=kind)
     y, offset = views[0], None
     for k, view in enumerate(views[1:], start=1):
-        won = (view > y) * kind(k)
-        offset = won if offset is None else xp.maximum(offset, won)  # k beats every earlier offset
+        beats = view > y
+        if offset is None:  # the first comparison's True/False bytes are already offsets 1/0
+            offset = beats.view(xp.uint8) if kind == xp.uint8 else beats.astype(kind)
+        else:
+            xp.maximum(offset, beats * kind(k), out=offset)  # k beats every earlier offset
         y = xp.maximum(y, view)
     return y, offset
+
+
+def route_axis(grad, offset, shape, like, g, axis):
+    """An array of ``shape`` whose ``k``-th view along ``axis`` holds ``grad`` where ``offset == k``, else 0.
+
+    The backward of one stage of the separable maximum. When the windows tile the axis, each
+    view is written once by a multiply straight into it (no zeroing, no temporary).
+    """
+    xp = backend.get_array_module(grad)
+    tiles = _tiles(g, axis)
+    out = new_array(shape, like, grad.dtype, None if tiles else 0)
+    for k, view in enumerate(axis_views(out, g, axis)):
+        if tiles:
+            xp.multiply(grad, offset == k, out=view)
+        else:
+            view += grad * (offset == k)
+    return out
 
 
 def winning_row(row_offset, col_offset, g):
@@ -161,10 +181,8 @@ def flat_index(row, col, g):
 
 def max_pool_backward_offsets(gy, row_offset, col_offset, g, like):
     """Back through the two stages: to the winning column of each window, then to the winning row."""
-    rows_shape = (g.N, g.C, g.Ho, g.W + 2 * g.pw)
-    g_rows = fold_axis((gy * (col_offset == j) for j in range(g.kw)), rows_shape, like, g, 3)
-    g_padded = fold_axis((g_rows * (row_offset == i) for i in range(g.kh)), padded_shape(g), like, g, 2)
-    return crop(g_padded, g)
+    g_rows = route_axis(gy, col_offset, (g.N, g.C, g.Ho, g.W + 2 * g.pw), like, g, 3)
+    return crop(route_axis(g_rows, row_offset, padded_shape(g), like, g, 2), g)
 
 
 def max_pool_backward_mask(gy, masks, g, like):
