@@ -1,7 +1,10 @@
 """Copies split over threads: the parts cover the range once, errors propagate, and the threaded
 im2col, batch-last transpose and conv input gradient equal their one-thread results."""
 
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -83,3 +86,25 @@ def test_threaded_conv_gradients_equal_one_thread(monkeypatch):
     monkeypatch.setattr(threads, "cores", lambda: 2)
     for a, b in zip(gradients(), one):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork exists only on POSIX systems")
+def test_a_forked_child_gets_threads_of_its_own(always_threaded):
+    both_started = threading.Barrier(2, timeout=10)
+    threads.in_parts(lambda a, b: both_started.wait(), 2, numbers=10**9)  # the parent's pool: two idle threads
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child inherits the pool without its threads; reusing it would wait forever
+        seen = []
+        threads.in_parts(lambda a, b: seen.extend(range(a, b)), 4, numbers=10**9)
+        os.write(write, bytes(sorted(seen)))
+        os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 10
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's thread pool")
+        time.sleep(0.01)
+    assert os.read(read, 16) == bytes([0, 1, 2, 3])

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 MIN_NUMBERS = 2**20  # below a million numbers (4 MB of float32) one thread is as fast
 
-_pool = None
+_pool, _pool_pid = None, None
 
 
 def cores():
@@ -30,13 +30,13 @@ def in_parts(fn, length, numbers):
     ``numbers`` is the size of the whole job; below ``MIN_NUMBERS``, or with one core, it is a
     single call ``fn(0, length)``. The parts must write to disjoint memory. Exceptions propagate.
     """
-    global _pool
+    global _pool, _pool_pid
     parts = min(cores(), length)
     if numbers < MIN_NUMBERS or parts < 2:
         fn(0, length)
         return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(cores(), thread_name_prefix="dlscratch-copy")
+    if _pool is None or _pool_pid != os.getpid():  # a forked child inherits the pool but not its threads
+        _pool, _pool_pid = ThreadPoolExecutor(cores(), thread_name_prefix="dlscratch-copy"), os.getpid()
     bounds = [length * k // parts for k in range(parts + 1)]
     futures = [_pool.submit(fn, a, b) for a, b in zip(bounds, bounds[1:])]
     for f in futures:
