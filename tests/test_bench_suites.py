@@ -9,6 +9,7 @@ rows by one test that runs only where DeZero imports. Nothing here asserts on sp
 
 import math
 
+import numpy
 import pytest
 
 from dlscratch.bench import SUITES, cnn, conv, dezero_models, load_suite, mlp, pool, timing
@@ -149,6 +150,15 @@ def test_dezero_available_is_false_when_the_import_fails(monkeypatch):
         assert real_dezero_available() is False
     finally:
         real_dezero_available.cache_clear()  # the next caller imports for real
+
+
+def test_without_dezero_numpy_is_left_alone(monkeypatch):
+    # the np.int alias DeZero needs is put back only when DeZero is there to import
+    monkeypatch.setattr(dezero_models.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.delattr(numpy, "int", raising=False)
+    with pytest.raises(ImportError, match="DeZero is not installed"):
+        dezero_models.import_dezero()
+    assert not hasattr(numpy, "int")
 
 
 def test_verdict_says_met_or_not_met():

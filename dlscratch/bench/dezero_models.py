@@ -5,11 +5,15 @@ builder takes the suite's own seeded NumPy data and returns the callable to time
 CPU with NumPy arrays whatever dlscratch's device, like the PyTorch rows.
 """
 
+import importlib.util
+
 import numpy
 
 
 def import_dezero():
-    """The ``dezero`` package, imported (raises whatever its import raises)."""
+    """The ``dezero`` package, imported (ImportError when it is not installed; else whatever its import raises)."""
+    if importlib.util.find_spec("dezero") is None:  # checked first: NumPy is left alone without DeZero
+        raise ImportError("DeZero is not installed (pip install dezero==0.0.13)")
     # DeZero 0.0.13's transforms.py uses ``np.int`` as a default argument, and NumPy 2 removed that alias
     # of the builtin ``int``: without it back, ``import dezero`` fails with an AttributeError.
     if not hasattr(numpy, "int"):
