@@ -44,7 +44,7 @@ class Function:
 
     def __call__(self, *inputs):
         for x in inputs:
-            if type(x) is not Tensor:
+            if not isinstance(x, Tensor):
                 inputs = _wrap_constants(inputs)
                 break
         if backend.cupy is not None:
