@@ -29,10 +29,12 @@ def _outer_or_matmul(a, b):
 
 def _pad_inner(v, axis):
     """A column ``(m, 1)`` as ``(m, 2)`` or a row ``(1, n)`` as ``(2, n)``, the new half zero."""
-    shape = list(v.shape)
-    shape[axis] = 2
-    padded = get_array_module(v).zeros(shape, dtype=v.dtype)
-    padded[(slice(None), slice(0, 1)) if axis == 1 else (slice(0, 1),)] = v
+    if axis == 1:
+        padded = get_array_module(v).zeros((v.shape[0], 2), dtype=v.dtype)
+        padded[:, :1] = v
+    else:
+        padded = get_array_module(v).zeros((2, v.shape[1]), dtype=v.dtype)
+        padded[:1] = v
     return padded
 
 
