@@ -51,19 +51,32 @@ def test_step_trains_the_model(backend):
 
 
 def test_verdicts():
-    rows = [
-        ["784-1000-10", "1", "dlscratch", "1", "1000", "0.80"],
-        ["784-1000-10", "1", "PyTorch CPU", "1.25", "800", "1.00"],
-        ["784-1000-10", "8", "dlscratch", "1", "8000", "1.10"],
-        ["784-1000-10", "128", "dlscratch", "1", "128000", "1.30"],
-        ["784-1000-10", "1024", "dlscratch", "1", "1024000", "2.00"],
-    ]
-    lines = mlp.summary(rows, quick=False)
+    ratios = {
+        ("784-1000-10", 1): [0.8, 0.9, 0.7, 1.1],  # faster in 3 of 4 rounds
+        ("784-1000-10", 8): [0.99, 1.02, 0.98, 1.01],  # a tie: the median is below 1, the rounds split
+        ("784-1000-10", 128): [1.3, 1.2, 1.25, 1.4],
+        ("784-1000-10", 1024): [2.0, 2.0, 2.0, 2.0],
+    }
+    lines = mlp.summary(ratios, quick=False)
     assert len(lines) == 3  # batch 1024 has no target
-    assert lines[0].endswith("met)") and "NOT" not in lines[0]
-    assert "NOT met" in lines[1]
-    assert "within 1.3x" in lines[2] and "NOT" not in lines[2]
-    no_reference = [row[:5] + ["-"] for row in rows if row[2] == "dlscratch"]
-    assert mlp.summary(no_reference, quick=False) == [
-        "PyTorch is not importable here: no reference rows, targets not judged"
+    assert lines[0] == (
+        "784-1000-10 at batch 1: 0.85x PyTorch's step time, holds in 3 of 4 rounds (target faster than PyTorch: met)"
+    )
+    assert lines[1].startswith("784-1000-10 at batch 8: 1.00x PyTorch's step time, holds in 2 of 4 rounds")
+    assert lines[1].endswith("(target faster than PyTorch: NOT met)")
+    assert "holds in 3 of 4 rounds (target within 1.3x of PyTorch: met)" in lines[2]
+    assert mlp.summary({}, quick=False) == ["PyTorch is not importable here: no reference rows, targets not judged"]
+
+
+def test_ratio_column_is_the_median_of_paired_rounds(monkeypatch):
+    """Each round's dlscratch time is divided by PyTorch's from the same round, not median by median."""
+    times = {"dlscratch": [1.0, 4.0, 9.0], "PyTorch CPU": [2.0, 2.0, 10.0]}
+    monkeypatch.setattr(mlp, "torch_available", lambda: True)
+    monkeypatch.setattr(mlp, "torch_step", lambda sizes, batch: None)
+    monkeypatch.setattr(mlp, "measure_interleaved", lambda variants, **kwargs: times)
+    rows, paired = mlp.rows_for((12, 8, 3), 2, repeat=3, quick=True)
+    assert paired == [0.5, 2.0, 0.9]
+    assert rows == [
+        ["12-8-3", "2", "dlscratch", "4000.000", "0", "0.90"],  # medians: 4 s and 2 s, but the rounds give 0.9
+        ["12-8-3", "2", "PyTorch CPU", "2000.000", "1", "1.00"],
     ]

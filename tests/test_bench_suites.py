@@ -198,9 +198,8 @@ def test_suite_verdicts_use_the_shared_wording():
                               {"dlscratch forward+backward": 90.0}, quick=False)
     assert conv_lines[:2] == ["dlscratch forward+backward: 90 GFLOP/s (target >= 80: met)",
                               "dlscratch / PyTorch forward+backward time: 1.00 (target <= 1.5: met)"]
-    rows = [["784-1000-10", "1", "dlscratch", "1.0", "1000", "0.80"],
-            ["784-1000-10", "128", "dlscratch", "1.0", "1000", "1.40"]]
-    assert mlp.summary(rows, quick=False) == [
-        "784-1000-10 at batch 1: 0.80x PyTorch's step time (target faster than PyTorch: met)",
-        "784-1000-10 at batch 128: 1.40x PyTorch's step time (target within 1.3x of PyTorch: NOT met)",
+    assert mlp.summary({("784-1000-10", 1): [0.8], ("784-1000-10", 128): [1.4]}, quick=False) == [
+        "784-1000-10 at batch 1: 0.80x PyTorch's step time, holds in 1 of 1 rounds (target faster than PyTorch: met)",
+        "784-1000-10 at batch 128: 1.40x PyTorch's step time, holds in 0 of 1 rounds "
+        "(target within 1.3x of PyTorch: NOT met)",
     ]
