@@ -67,15 +67,7 @@ def dlscratch_step(sizes, batch):
 def dlscratch_phases(sizes, batch):
     """The same step cut into ``PHASES``: four callables to run in order."""
     model, opt, x, y = _dlscratch_setup(sizes, batch)
-    held = {}
-
-    def forward():
-        held["loss"] = cross_entropy(model(x), y)
-
-    def backward():
-        held.pop("loss").backward()  # the graph is freed here, as in the whole step
-
-    return [opt.zero_grad, forward, backward, opt.step]
+    return _cut_into_phases(opt.zero_grad, lambda: cross_entropy(model(x), y), opt.step)
 
 
 def _dlscratch_setup(sizes, batch):
@@ -104,15 +96,20 @@ def torch_phases(sizes, batch):
     import torch
 
     model, opt, x, y = _torch_setup(sizes, batch)
+    return _cut_into_phases(opt.zero_grad, lambda: torch.nn.functional.cross_entropy(model(x), y), opt.step)
+
+
+def _cut_into_phases(zero_grad, compute_loss, step):
+    """``PHASES`` as callables: zero_grad, the loss kept for backward, backward, the update."""
     held = {}
 
     def forward():
-        held["loss"] = torch.nn.functional.cross_entropy(model(x), y)
+        held["loss"] = compute_loss()
 
     def backward():
-        held.pop("loss").backward()
+        held.pop("loss").backward()  # the graph is freed here, as in the whole step
 
-    return [opt.zero_grad, forward, backward, opt.step]
+    return [zero_grad, forward, backward, step]
 
 
 def _torch_setup(sizes, batch):
