@@ -179,20 +179,21 @@ def scatter_add(a, indices, values):
 _kernels = {}  # compiled elementwise kernels, by their source
 
 
-def elementwise_kernel(in_params, out_params, body, name):
+def elementwise_kernel(in_params, out_params, body, name, preamble=""):
     """A ``cupy.ElementwiseKernel`` (made once per source, then cached; CUDA compiles it on first call).
 
-    The kernel runs one thread per output element; ``i`` is that element's index. Only CuPy has
-    kernels: on a machine without a usable GPU this raises ``RuntimeError`` saying why.
+    The kernel runs one thread per output element; ``i`` is that element's index. ``preamble``:
+    CUDA code placed before the kernel (helper functions). Only CuPy has kernels: on a machine
+    without a usable GPU this raises ``RuntimeError`` saying why.
     """
-    key = (in_params, out_params, body, name)
+    key = (in_params, out_params, body, name, preamble)
     if key not in _kernels:
         if not gpu_available():
             raise RuntimeError(
                 f"elementwise_kernel {name!r} needs CuPy and a GPU: {gpu_unavailable_reason()}; "
                 "on NumPy use a method that does not need a kernel"
             )
-        _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, body, name)
+        _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, body, name, preamble=preamble)
     return _kernels[key]
 
 

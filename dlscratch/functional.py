@@ -19,6 +19,7 @@ from .functions import (  # noqa: F401  (re-exported)
     im2col,
     linear,
     log,
+    lstm_cell,
     matmul,
     max_pool2d,
     mse_loss,

@@ -10,6 +10,8 @@ from .im2col import col2im, im2col
 from .indexing import getitem
 from .joining import concatenate, stack
 from .loss import cross_entropy, mse_loss
+from .lstm_cell import lstm_cell
+from .lstm_layer import lstm_layer
 from .matmul import linear, matmul
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import amax, mean, sum
@@ -18,7 +20,8 @@ from .softmax import log_softmax, softmax
 
 __all__ = [
     "abs_", "add", "amax", "astype", "broadcast_to", "concatenate", "cross_entropy", "div", "dropout", "exp",
-    "flatten", "getitem", "linear", "log", "log_softmax", "matmul", "mean", "mse_loss", "mul",
+    "flatten", "getitem", "linear", "log", "log_softmax", "lstm_cell", "lstm_layer", "matmul", "mean", "mse_loss",
+    "mul",
     "neg", "permute", "pow", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "stack",
     "sub", "sum", "sum_to", "sum_to_shape", "tanh", "to_device", "transpose", "unsqueeze",
     "avg_pool2d", "col2im", "conv2d", "im2col", "max_pool2d",

@@ -5,7 +5,7 @@
     logits = model(images)                  # (N, 1, 28, 28) -> (N, 10)
 """
 
-from . import init
+from . import init, utils
 from .activation import ReLU, Sigmoid, Softmax, Tanh
 from .container import Sequential
 from .conv import Conv2d
@@ -14,8 +14,9 @@ from .flatten import Flatten
 from .linear import Linear
 from .module import Module, Parameter
 from .pooling import AvgPool2d, MaxPool2d
+from .rnn import LSTM, LSTMCell
 
 __all__ = [
     "Dropout", "Flatten", "Linear", "Module", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-    "init", "AvgPool2d", "Conv2d", "MaxPool2d",
+    "init", "AvgPool2d", "Conv2d", "LSTM", "LSTMCell", "MaxPool2d", "utils",
 ]

@@ -1,0 +1,124 @@
+"""The point-wise half of an LSTM step: gate non-linearities and the cell update, forward and backward.
+
+The matrix products of a step give the gates' pre-activations ``z: (N, 4H)`` in PyTorch's order
+input, forget, cell (g), output. Everything after them is element by element:
+
+    i = σ(z_i + p_i * c_prev)      f = σ(z_f + p_f * c_prev)      g = tanh(z_g)
+    c = f * c_prev + i * g
+    o = σ(z_o + p_o * c)           h = o * tanh(c)
+
+The peephole weights ``p_i, p_f, p_o: (H,)`` are optional (Gers and Schmidhuber's peepholes, the
+MATLAB Answers model); without them these are PyTorch's ``LSTMCell`` equations. σ is written as
+``0.5 * tanh(0.5 x) + 0.5``, the same function, which cannot overflow for any ``x``.
+
+Here is the plain NumPy (or CuPy) path: a handful of whole-array operations, written into
+preallocated buffers where the caller gives them. On the GPU each direction instead runs as one
+fused CUDA kernel (``lstm_kernels.py``) that computes the same numbers in one pass over memory.
+"""
+
+from .. import backend
+from . import lstm_kernels
+
+
+def _sigmoid_(a, xp):
+    """σ(a) in place, for a float array ``a``."""
+    a *= 0.5
+    xp.tanh(a, out=a)
+    a *= 0.5
+    a += 0.5
+    return a
+
+
+def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, fused=None):
+    """Apply the gate non-linearities and the cell update.
+
+    ``z: (N, 4H)`` pre-activations, overwritten with the activated gates ``[i, f, g, o]``;
+    ``c_prev: (N, H)``; ``peephole``: ``(p_i, p_f, p_o)``, each ``(H,)``, or None. Returns
+    ``(h, c, tanh_c)``, each ``(N, H)``, writing ``h`` and ``c`` into ``h_out`` and ``c_out`` when given.
+    ``z``, ``c`` and ``tanh_c`` are what ``lstm_pointwise_backward`` needs. ``fused``: use the CUDA
+    kernel (default: on the GPU); False runs the plain path on either device.
+    """
+    xp = backend.get_array_module(z)
+    H = c_prev.shape[1]
+    h = xp.empty_like(c_prev) if h_out is None else h_out
+    c = xp.empty_like(c_prev) if c_out is None else c_out
+    tanh_c = xp.empty_like(c_prev)
+    if _use_kernel(fused, xp):
+        lstm_kernels.forward_kernel(z, c_prev, peephole, h, c, tanh_c)
+        return h, c, tanh_c
+    i, f, g, o = (z[:, k * H:(k + 1) * H] for k in range(4))
+    if peephole is not None:
+        i += peephole[0] * c_prev
+        f += peephole[1] * c_prev
+        _sigmoid_(z[:, :2 * H], xp)
+    else:
+        _sigmoid_(z[:, :2 * H], xp)
+        _sigmoid_(o, xp)
+    xp.tanh(g, out=g)
+    xp.multiply(f, c_prev, out=c)
+    c += i * g
+    if peephole is not None:
+        o += peephole[2] * c
+        _sigmoid_(o, xp)
+    xp.tanh(c, out=tanh_c)
+    xp.multiply(o, tanh_c, out=h)
+    return h, c, tanh_c
+
+
+def lstm_pointwise_backward(gates, c_prev, c, tanh_c, gh, gc, peephole=None, gz_out=None, fused=None):
+    """Gradients through the point-wise half of a step.
+
+    ``gates: (N, 4H)`` the activated ``[i, f, g, o]``; ``c_prev, c, tanh_c: (N, H)`` from the forward;
+    ``gh, gc: (N, H)`` the gradients of ``h`` and ``c`` (either may be None: no gradient).
+    Returns ``(gz, gc_prev, gpeephole)``: ``gz: (N, 4H)`` for the pre-activations (written into
+    ``gz_out`` when given), ``gc_prev: (N, H)``, and ``(gp_i, gp_f, gp_o)`` summed over the batch
+    (None without peepholes). ``fused`` as for the forward.
+    """
+    xp = backend.get_array_module(gates)
+    if gh is None:
+        gh = xp.zeros_like(c)
+    if gc is None:
+        gc = xp.zeros_like(c)
+    gz = xp.empty_like(gates) if gz_out is None else gz_out
+    gc_prev = xp.empty_like(c)
+    if _use_kernel(fused, xp):
+        lstm_kernels.backward_kernel(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev)
+    else:
+        _backward_plain(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev, xp)
+    if peephole is None:
+        return gz, gc_prev, None
+    H = c.shape[1]
+    gpeephole = (
+        (gz[:, :H] * c_prev).sum(axis=0),
+        (gz[:, H:2 * H] * c_prev).sum(axis=0),
+        (gz[:, 3 * H:] * c).sum(axis=0),
+    )
+    return gz, gc_prev, gpeephole
+
+
+def _use_kernel(fused, xp):
+    on_gpu = xp is not backend.numpy
+    if fused and not on_gpu:
+        raise ValueError("lstm: the fused point-wise kernel runs on the GPU only; use fused=None or False")
+    return on_gpu if fused is None else fused
+
+
+def _backward_plain(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev, xp):
+    H = c_prev.shape[1]
+    i, f, g, o = (gates[:, k * H:(k + 1) * H] for k in range(4))
+    gz_i, gz_f, gz_g, gz_o = (gz[:, k * H:(k + 1) * H] for k in range(4))
+    # h = o * tanh(c): through o, then through c
+    xp.multiply(gh, tanh_c, out=gz_o)
+    gz_o *= o * (1 - o)
+    dc = gh * o * (1 - tanh_c * tanh_c)
+    dc += gc
+    if peephole is not None:
+        dc += gz_o * peephole[2]
+    # c = f * c_prev + i * g
+    xp.multiply(dc, g * i * (1 - i), out=gz_i)
+    xp.multiply(dc, c_prev * f * (1 - f), out=gz_f)
+    xp.multiply(dc, i * (1 - g * g), out=gz_g)
+    xp.multiply(dc, f, out=gc_prev)
+    if peephole is not None:
+        gc_prev += gz_i * peephole[0]
+        gc_prev += gz_f * peephole[1]
