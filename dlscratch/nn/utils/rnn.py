@@ -126,11 +126,11 @@ def _lengths(lengths, batch, steps):
     """``lengths`` as an int64 NumPy array, checked against the batch size and the number of steps."""
     if isinstance(lengths, Tensor):
         lengths = lengths.numpy()
+    if batch == 0:
+        raise ValueError("pack_padded_sequence: the batch is empty (no sequence to pack)")
     values = numpy.asarray(lengths)
     if values.ndim != 1 or values.dtype.kind not in "iu":
         raise ValueError(f"pack_padded_sequence: lengths must be a 1-D sequence of integers, got {lengths!r}")
-    if batch == 0:
-        raise ValueError("pack_padded_sequence: the batch is empty (no sequence to pack)")
     values = values.astype(numpy.int64)
     if len(values) != batch:
         raise ValueError(f"pack_padded_sequence: {len(values)} lengths for a batch of {batch} sequences")
