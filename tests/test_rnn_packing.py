@@ -162,3 +162,16 @@ def test_bad_lengths():
         pad_packed_sequence(packed, total_length=3)
     with pytest.raises(ValueError, match="LSTM: expected packed data of shape \\(rows, 5\\), got \\(7, 2\\)"):
         nn.LSTM(5, 3)(packed)
+
+
+def test_take_and_put_rows_are_inverse_and_differentiable():
+    from dlscratch.functions.indexing import put_rows, take_rows
+
+    rows = np.array([4, 0, 2])
+    x = np.random.default_rng(5).standard_normal((5, 2))
+    np.testing.assert_array_equal(take_rows(dlscratch.tensor(x, dtype=np.float64), rows).numpy(), x[rows])
+    placed = put_rows(dlscratch.tensor(x[:3], dtype=np.float64), rows, 6, fill=-1.0).numpy()
+    np.testing.assert_array_equal(placed[rows], x[:3])
+    assert np.all(placed[[1, 3, 5]] == -1.0)
+    gradcheck(lambda a: take_rows(a, rows), x)
+    gradcheck(lambda a: put_rows(a, rows, 6, fill=0.5), x[:3])

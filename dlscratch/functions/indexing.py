@@ -40,3 +40,48 @@ def _plain_index(index):
 
 def getitem(x, index):
     return GetItem(_plain_index(index))(x)
+
+
+class TakeRows(Function):
+    """``x[rows]`` for a 1-D integer array ``rows`` without repeats: the backward puts the rows back
+    by assignment, not by the scatter-add that repeated indices would need (much slower on NumPy)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def forward(self, x):
+        self.n_rows = x.shape[0]
+        return x[self.rows]
+
+    def backward(self, gy):
+        return _put(gy, self.rows, self.n_rows, 0)
+
+
+class PutRows(Function):
+    """A new array of ``n_rows`` rows, ``fill`` everywhere except ``out[rows] = x`` (``rows`` without
+    repeats); the inverse of ``TakeRows``."""
+
+    def __init__(self, rows, n_rows, fill=0.0):
+        self.rows, self.n_rows, self.fill = rows, n_rows, fill
+
+    def forward(self, x):
+        return _put(x, self.rows, self.n_rows, self.fill)
+
+    def backward(self, gy):
+        return gy[self.rows]
+
+
+def _put(x, rows, n_rows, fill):
+    out = backend.get_array_module(x).full((n_rows,) + x.shape[1:], fill, dtype=x.dtype)
+    out[rows] = x
+    return out
+
+
+def take_rows(x, rows):
+    """Rows ``rows`` (distinct integers) of ``x``, differentiable; see ``TakeRows``."""
+    return TakeRows(rows)(x)
+
+
+def put_rows(x, rows, n_rows, fill=0.0):
+    """``x``'s rows placed at ``rows`` (distinct) of ``n_rows`` rows of ``fill``; see ``PutRows``."""
+    return PutRows(rows, n_rows, fill)(x)

@@ -17,6 +17,7 @@ import numpy
 
 from ...backend import get_array_module
 from ...functions import concatenate, stack
+from ...functions.indexing import put_rows, take_rows
 from ...tensor import Tensor
 
 
@@ -68,7 +69,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order = sorted_indices = numpy.argsort(-lengths, kind="stable")
     batch_sizes = (lengths[order][None, :] > numpy.arange(lengths.max())[:, None]).sum(axis=1)
     rows = numpy.concatenate([t * B + order[:n] for t, n in enumerate(batch_sizes)])
-    data = input.reshape(T * B, *input.shape[2:])[rows]
+    data = take_rows(input.reshape(T * B, *input.shape[2:]), rows)
     return PackedSequence(data, batch_sizes.astype(numpy.int64), sorted_indices)
 
 
@@ -86,14 +87,10 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
             )
         T = int(total_length)
     order = numpy.arange(B) if unsorted is None else numpy.asarray(unsorted)
-    starts = numpy.concatenate([[0], numpy.cumsum(batch_sizes)[:-1]])
+    order_back = invert_permutation(order)  # packed column j belongs to sequence order_back[j]
     sorted_lengths = (batch_sizes[None, :] > numpy.arange(B)[:, None]).sum(axis=1)
-    pad_row = data.shape[0]  # the index of the row of padding appended below
-    index = numpy.full((T, B), pad_row)
-    for t, (start, n) in enumerate(zip(starts, batch_sizes)):
-        index[t, :n] = start + numpy.arange(n)
-    index = index[:, order]  # columns back in the original batch order
-    padded = concatenate([data, _filled(data, 1, padding_value)])[index.reshape(-1)].reshape(T, B, *data.shape[1:])
+    destination = numpy.concatenate([t * B + order_back[:n] for t, n in enumerate(batch_sizes)])
+    padded = put_rows(data, destination, T * B, padding_value).reshape(T, B, *data.shape[1:])
     if batch_first:
         padded = padded.transpose(0, 1)
     return padded, Tensor(sorted_lengths[order].astype(numpy.int64), device="cpu")
