@@ -455,3 +455,13 @@ def test_fused_kernel_is_refused_on_the_cpu():
     z, c_prev = np.zeros((1, 8), np.float32), np.zeros((1, 2), np.float32)
     with pytest.raises(ValueError, match="fused point-wise kernel runs on the GPU only"):
         lstm_pointwise_forward(z, c_prev, fused=True)
+
+
+@pytest.mark.gpu
+def test_state_on_another_device_is_named():
+    if not B.gpu_available():
+        pytest.skip(f"no usable GPU: {B.gpu_unavailable_reason()}")
+    lstm = nn.LSTM(4, 5)
+    h0 = dlscratch.zeros(1, 2, 5, device="gpu")
+    with pytest.raises(RuntimeError, match=r"LSTM: h_0 is on gpu but the input is on cpu; move it with h_0.to\('cpu'\)"):
+        lstm(dlscratch.randn(3, 2, 4), (h0, dlscratch.zeros(1, 2, 5)))
