@@ -71,3 +71,12 @@ def test_the_matmul_weight_gradient_at_batch_one_through_the_padded_gemm(padded_
     rng = np.random.default_rng(6)
     gradcheck(F.matmul, rng.standard_normal((1, 130)), rng.standard_normal((130, 4)))  # gb = a.T @ gy
     assert (130, 1) in padded_calls
+
+
+def test_the_lstm_cell_weight_gradients_at_batch_one_through_the_padded_gemm(padded_calls):
+    """Both gate GEMMs' weight gradients are outer products at batch 1 (4H = 128 rows here)."""
+    rng = np.random.default_rng(7)
+    x, h, c = rng.standard_normal((1, 3)), rng.standard_normal((1, 32)), rng.standard_normal((1, 32))
+    W_ih, W_hh = rng.standard_normal((128, 3)) * 0.3, rng.standard_normal((128, 32)) * 0.3
+    gradcheck(lambda x, h, c, W_ih, W_hh: F.lstm_cell(x, (h, c), W_ih, W_hh), x, h, c, W_ih, W_hh)
+    assert (128, 1) in padded_calls and (1, 3) in padded_calls and (1, 32) in padded_calls
