@@ -331,6 +331,10 @@ def test_bad_input_messages():
         lstm(dlscratch.randn(6, 2, 4), dlscratch.zeros(2, 2, 5))
     with pytest.raises(TypeError, match="LSTM: h_0 is float64 but the input is float32"):
         lstm(dlscratch.randn(6, 2, 4), (dlscratch.zeros(2, 2, 5, dtype=np.float64), dlscratch.zeros(2, 2, 5)))
+    with pytest.raises(TypeError, match="LSTM: the input is float64 but the weights are float32"):
+        lstm(dlscratch.randn(6, 2, 4, dtype=np.float64))
+    with pytest.raises(TypeError, match="LSTMCell: the input is int64 but the weights are float32"):
+        nn.LSTMCell(2, 3)(dlscratch.tensor([[1, 2]]))
     with pytest.raises(ValueError, match="LSTM: the input .* has no steps"):
         lstm(dlscratch.zeros(0, 2, 4))
     cell = nn.LSTMCell(4, 5)
@@ -463,5 +467,5 @@ def test_state_on_another_device_is_named():
         pytest.skip(f"no usable GPU: {B.gpu_unavailable_reason()}")
     lstm = nn.LSTM(4, 5)
     h0 = dlscratch.zeros(1, 2, 5, device="gpu")
-    with pytest.raises(RuntimeError, match=r"LSTM: h_0 is on gpu but the input is on cpu; move it with h_0.to\('cpu'\)"):
+    with pytest.raises(RuntimeError, match=r"LSTM: h_0 is on gpu but the input is on cpu; move it with h_0.to"):
         lstm(dlscratch.randn(3, 2, 4), (h0, dlscratch.zeros(1, 2, 5)))

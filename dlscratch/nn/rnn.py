@@ -58,6 +58,7 @@ class LSTMCell(Module):
                 f"LSTMCell: expected input of shape (batch, {self.input_size}) or ({self.input_size},), "
                 f"got {tuple(input.shape)}"
             )
+        _check_dtype("LSTMCell", input, self.weight_ih)
         expected = (input.shape[0], self.hidden_size) if batched else (self.hidden_size,)
         if hx is None:
             h = c = zeros(*expected, dtype=input.dtype, device=input.device)
@@ -128,6 +129,7 @@ class LSTM(Module):
             batch = batch_sizes[0]
         if data.ndim != 2 or data.shape[1] != self.input_size:
             raise ValueError(f"LSTM: expected packed data of shape (rows, {self.input_size}), got {tuple(data.shape)}")
+        _check_dtype("LSTM", data, self.weight_ih_l0)
         h0, c0 = self._initial_state(hx, batch, data, batched)
         if sorted_indices is not None:  # the states follow the batch into the packing's order
             h0, c0 = h0[:, sorted_indices], c0[:, sorted_indices]
@@ -218,6 +220,14 @@ def _state_pair(layer, hx):
     if not isinstance(hx, (tuple, list)) or len(hx) != 2:
         raise TypeError(f"{layer}: the state must be a pair (h, c) of tensors, got {type(hx).__name__}")
     return hx
+
+
+def _check_dtype(layer, input, weight):
+    if input.dtype != weight.dtype:
+        raise TypeError(
+            f"{layer}: the input is {input.dtype} but the weights are {weight.dtype}; convert the input "
+            f"(x.to(dlscratch.{weight.dtype})) or the layer (.to(dlscratch.{input.dtype}) for floating-point input)"
+        )
 
 
 def _check_state(layer, name, state, expected, like):
