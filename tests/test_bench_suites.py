@@ -1,4 +1,4 @@
-"""The four model benchmark suites (mlp, conv, pool, cnn) as one contract, and the CLI that runs them.
+"""The five model benchmark suites (mlp, conv, pool, cnn, lstm) as one contract, and the CLI that runs them.
 
 Each suite's quick run must return its documented headers and rows with positive, finite timings,
 and must cover every dlscratch variant it times at full size. ``torch_available`` and
@@ -12,7 +12,7 @@ import math
 import numpy
 import pytest
 
-from dlscratch.bench import SUITES, cnn, conv, dezero_models, load_suite, mlp, pool, timing
+from dlscratch.bench import SUITES, cnn, conv, dezero_models, load_suite, lstm, mlp, pool, timing
 from dlscratch.bench.__main__ import main
 from dlscratch.functions.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS
 
@@ -22,6 +22,7 @@ CONTRACT = {
     "conv": (conv, ["variant", "ms", "GFLOP/s", "% of GEMM peak"], 1, None),
     "pool": (pool, ["variant", "ms", "x PyTorch"], 1, 2),
     "cnn": (cnn, ["network", "batch", "framework", "ms/step", "x PyTorch"], 3, 4),
+    "lstm": (lstm, ["batch", "variant", "pass", "ms", "GFLOP/s", "% of GEMM peak", "x PyTorch"], 3, 6),
 }
 
 
@@ -30,6 +31,7 @@ DEZERO_ROWS = {
     "cnn": [["Keras CNN", str(cnn.QUICK_KERAS_BATCH), cnn.DEZERO]],
     "conv": [["DeZero 0.0.13 CPU forward"], ["DeZero 0.0.13 CPU forward+backward"]],
     "pool": [["DeZero 0.0.13 CPU max forward+backward"]],
+    "lstm": [[str(batch), lstm.DEZERO, how] for batch in lstm.QUICK_BATCHES for how in ("forward", "forward+backward")],
 }
 real_dezero_available = timing.dezero_available  # the autouse fixture hides it
 
@@ -92,6 +94,7 @@ def test_full_size_workloads_are_the_issues():
     assert pool.SHAPE == (128, 32, 28, 28)
     assert (cnn.KERAS_BATCH, cnn.ARTICLE_BATCH) == (128, 8)
     assert cnn.NETWORKS["Keras CNN"][1] == "SGD" and cnn.NETWORKS["article net"][1] == "Adam"
+    assert lstm.SIZES == (700, 500, 80) and lstm.BATCHES == [1, 32, 128]
 
 
 def test_cli_help_lists_the_new_suites(capsys):

@@ -13,6 +13,7 @@ SUITES = {
     "conv": "dlscratch.bench.conv",
     "pool": "dlscratch.bench.pool",
     "cnn": "dlscratch.bench.cnn",
+    "lstm": "dlscratch.bench.lstm",
 }
 
 

@@ -1,4 +1,4 @@
-"""DeZero 0.0.13's side of the cnn, conv and pool suites: the issue's reference, measured in the same run.
+"""DeZero 0.0.13's side of the cnn, conv, pool and lstm suites: the issue's reference, measured in the same run.
 
 DeZero is never a dependency: the suites call these only when ``timing.dezero_available()``. Each
 builder takes the suite's own seeded NumPy data and returns the callable to time; DeZero runs on the
@@ -101,3 +101,28 @@ def max_pool_forward_backward(x):
     n, c, h, w = x.shape
     seed = numpy.ones((n, c, h // 2, w // 2), dtype=x.dtype)
     return seeded_backward((xv,), lambda: dezero.functions.pooling(xv, 2, 2), seed)
+
+
+def lstm_variants(x, hidden_size):
+    """DeZero's per-step ``layers.LSTM`` run over the sequence ``x`` (T, N, I) from a fresh state: forward
+    (no graph), and forward+backward with the sum of the T outputs (N, hidden_size) as the loss."""
+    dezero = import_dezero()
+    F = dezero.functions
+    model = dezero.layers.LSTM(hidden_size, in_size=x.shape[2])
+
+    def outputs_sum():
+        model.reset_state()
+        total = F.sum(model(x[0]))
+        for x_t in x[1:]:
+            total = total + F.sum(model(x_t))
+        return total
+
+    def forward():
+        with dezero.no_grad():
+            return outputs_sum()
+
+    def forward_backward():
+        model.cleargrads()
+        outputs_sum().backward()
+
+    return {"forward": forward, "forward+backward": forward_backward}
