@@ -7,12 +7,12 @@ What makes it fast, compared with calling ``lstm_cell`` once per step:
 - the loop then runs only the recurrent GEMM ``h @ W_hh.T`` and the point-wise half per step;
 - the backward loop runs only the point-wise backward and ``gz @ W_hh`` per step; the gradients
   of ``X``, ``W_ih``, ``W_hh`` and the biases are each one GEMM (or sum) over all steps after it;
-- ``W_hh`` is also kept transposed (cuDNN's "pre-transposed weights"), so that each step's product
-  reads its matrix in the layout BLAS runs fastest. Measured with OpenBLAS on 2 cores (H = 500):
-  a step of 8 or more rows ran up to 2x faster as ``h @ W_hh_t`` with ``W_hh_t`` contiguous than
-  as ``h @ W_hh.T``, and ``gz @ W_hh`` was fastest as it is; at one row, where the product is a
-  matrix-vector product, the opposite held for the backward (``gz @ W_hh_t.T``: 23 µs, against
-  56-75 µs for ``gz @ W_hh``).
+- each step's recurrent product puts the weight matrix first and the batch second, as columns:
+  ``z += (W_hh @ h.T).T`` and, in the backward, ``gh = (W_hh_t @ gz.T).T`` with ``W_hh_t``, a
+  contiguous copy of ``W_hh.T`` made once (cuDNN's "pre-transposed weights"). The numbers are those of
+  ``h @ W_hh.T`` and ``gz @ W_hh``, but BLAS runs this order faster for the few rows of a step.
+  Measured with OpenBLAS on 2 cores, H = 500: the backward product at batch 1 took 23 µs this way,
+  against 67 µs as ``gz @ W_hh``; at 2 to 8 rows both products took 95-120 µs, against 140-180.
 
 The rows are packed, as in PyTorch's ``PackedSequence``: step ``t`` owns ``batch_sizes[t]`` rows,
 the sequences still running at that step, longest first. A batch of equal lengths is the case
@@ -57,20 +57,20 @@ class LSTMLayer(Function):
         y, c_all, tanh_c_all = xp.empty((3, x.shape[0], W_hh.shape[1]), dtype=x.dtype)
         h_prev_all, c_prev_all = xp.empty((2, x.shape[0], W_hh.shape[1]), dtype=x.dtype)
         h, c = h0.copy(), c0.copy()  # the running state; rows of ended sequences keep their last one
-        W_hh_t = xp.ascontiguousarray(W_hh.T)
         for start, n in self.steps:
             rows = slice(start, start + n)
             h_prev_all[rows], c_prev_all[rows] = h[:n], c[:n]
             z = z_all[rows]
-            z += h_prev_all[rows] @ (W_hh.T if n == 1 else W_hh_t)
+            z += (W_hh @ h_prev_all[rows].T).T
             _, _, tanh_c_all[rows] = lstm_pointwise_forward(z, c_prev_all[rows], h_out=y[rows], c_out=c_all[rows])
             h[:n], c[:n] = y[rows], c_all[rows]
-        self.saved = (x, W_ih, W_hh, W_hh_t, z_all, h_prev_all, c_prev_all, c_all, tanh_c_all)
+        self.saved = (x, W_ih, W_hh, z_all, h_prev_all, c_prev_all, c_all, tanh_c_all)
         return y, h, c
 
     def backward(self, gy, gh_n, gc_n):
-        x, W_ih, W_hh, W_hh_t, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
+        x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
         xp = get_array_module(x)
+        W_hh_t = xp.ascontiguousarray(W_hh.T)
         state_shape = (self.batch_sizes[0], W_hh.shape[1])
         gh = xp.zeros(state_shape, dtype=x.dtype) if gh_n is None else gh_n.copy()
         gc = xp.zeros(state_shape, dtype=x.dtype) if gc_n is None else gc_n.copy()
@@ -80,7 +80,7 @@ class LSTMLayer(Function):
             gh_t = gh[:n] if gy is None else gh[:n] + gy[rows]
             _, gc[:n], _ = lstm_pointwise_backward(gates[rows], c_prev_all[rows], c_all[rows], tanh_c_all[rows],
                                                    gh_t, gc[:n], gz_out=gz_all[rows])
-            gh[:n] = gz_all[rows] @ (W_hh_t.T if n == 1 else W_hh)
+            gh[:n] = (W_hh_t @ gz_all[rows].T).T
         grads = [gz_all @ W_ih, gh, gc, gz_all.T @ x, gz_all.T @ h_prev_all]
         if self.bias:
             gb = gz_all.sum(axis=0)

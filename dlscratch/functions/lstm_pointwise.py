@@ -107,17 +107,23 @@ def _backward_plain(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev, xp):
     H = c_prev.shape[1]
     i, f, g, o = (gates[:, k * H:(k + 1) * H] for k in range(4))
     gz_i, gz_f, gz_g, gz_o = (gz[:, k * H:(k + 1) * H] for k in range(4))
-    # h = o * tanh(c): through o, then through c
-    xp.multiply(gh, tanh_c, out=gz_o)
-    gz_o *= o * (1 - o)
-    dc = gh * o * (1 - tanh_c * tanh_c)
+    # first the gradient of each gate's activation, written into gz ...
+    xp.multiply(gh, tanh_c, out=gz_o)  # h = o * tanh(c)
+    dc = 1 - tanh_c * tanh_c  # then c, through h and from the next step
+    dc *= o
+    dc *= gh
     dc += gc
-    if peephole is not None:
-        dc += gz_o * peephole[2]
-    # c = f * c_prev + i * g
-    xp.multiply(dc, g * i * (1 - i), out=gz_i)
-    xp.multiply(dc, c_prev * f * (1 - f), out=gz_f)
-    xp.multiply(dc, i * (1 - g * g), out=gz_g)
+    if peephole is not None:  # o also saw c through its peephole (needs o's pre-activation gradient)
+        dc += gz_o * (o * (1 - o)) * peephole[2]
+    xp.multiply(dc, g, out=gz_i)  # c = f * c_prev + i * g
+    xp.multiply(dc, c_prev, out=gz_f)
+    xp.multiply(dc, i, out=gz_g)
+    # ... then times each activation's derivative: σ' = σ(1 - σ) for i, f, o and tanh' = 1 - g² for g
+    derivative = 1 - gates
+    derivative *= gates
+    xp.multiply(g, g, out=derivative[:, 2 * H:3 * H])
+    xp.subtract(1, derivative[:, 2 * H:3 * H], out=derivative[:, 2 * H:3 * H])
+    gz *= derivative
     xp.multiply(dc, f, out=gc_prev)
     if peephole is not None:
         gc_prev += gz_i * peephole[0]
