@@ -62,7 +62,7 @@ class LSTMLayer(Function):
             h_prev_all[rows], c_prev_all[rows] = h[:n], c[:n]
             z = z_all[rows]
             z += (W_hh @ h_prev_all[rows].T).T
-            _, _, tanh_c_all[rows] = lstm_pointwise_forward(z, c_prev_all[rows], h_out=y[rows], c_out=c_all[rows])
+            lstm_pointwise_forward(z, c_prev_all[rows], h_out=y[rows], c_out=c_all[rows], tanh_c_out=tanh_c_all[rows])
             h[:n], c[:n] = y[rows], c_all[rows]
         self.saved = (x, W_ih, W_hh, z_all, h_prev_all, c_prev_all, c_all, tanh_c_all)
         return y, h, c

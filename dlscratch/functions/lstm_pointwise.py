@@ -29,12 +29,12 @@ def _sigmoid_(a, xp):
     return a
 
 
-def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, fused=None):
+def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, tanh_c_out=None, fused=None):
     """Apply the gate non-linearities and the cell update.
 
     ``z: (N, 4H)`` pre-activations, overwritten with the activated gates ``[i, f, g, o]``;
     ``c_prev: (N, H)``; ``peephole``: ``(p_i, p_f, p_o)``, each ``(H,)``, or None. Returns
-    ``(h, c, tanh_c)``, each ``(N, H)``, writing ``h`` and ``c`` into ``h_out`` and ``c_out`` when given.
+    ``(h, c, tanh_c)``, each ``(N, H)``, written into ``h_out``, ``c_out`` and ``tanh_c_out`` when given.
     ``z``, ``c`` and ``tanh_c`` are what ``lstm_pointwise_backward`` needs. ``fused``: use the CUDA
     kernel (default: on the GPU); False runs the plain path on either device.
     """
@@ -42,7 +42,7 @@ def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, fus
     H = c_prev.shape[1]
     h = xp.empty_like(c_prev) if h_out is None else h_out
     c = xp.empty_like(c_prev) if c_out is None else c_out
-    tanh_c = xp.empty_like(c_prev)
+    tanh_c = xp.empty_like(c_prev) if tanh_c_out is None else tanh_c_out
     if _use_kernel(fused, xp):
         lstm_kernels.forward_kernel(z, c_prev, peephole, h, c, tanh_c)
         return h, c, tanh_c
