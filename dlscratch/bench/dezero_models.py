@@ -1,4 +1,4 @@
-"""DeZero 0.0.13's side of the cnn, conv, pool and lstm suites: the issue's reference, measured in the same run.
+"""DeZero 0.0.13's side of the cnn, conv, pool and lstm suites: the from-scratch reference, timed in the same run.
 
 DeZero is never a dependency: the suites call these only when ``timing.dezero_available()``. Each
 builder takes the suite's own seeded NumPy data and returns the callable to time; DeZero runs on the
