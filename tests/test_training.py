@@ -126,6 +126,46 @@ def test_max_steps_stops_inside_an_epoch():
     assert history.epoch_steps == [3, 1] and len(history.loss) == 2
 
 
+def test_scheduler_steps_after_each_epoch_and_history_records_the_rates():
+    train_loader, val_loader = blob_loaders(batch_size=64)  # 3 steps per epoch
+    model = mlp()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+    history = fit(model, F.cross_entropy, optimizer, train_loader, epochs=5, val_loader=val_loader, progress=False,
+                  scheduler=scheduler)
+    assert history.lr == pytest.approx([0.1, 0.1, 0.05, 0.05, 0.025])  # 0.1 * 0.5 ** (epoch // 2)
+    assert scheduler.last_epoch == 5 and optimizer.param_groups[0]["lr"] == pytest.approx(0.025)
+    assert list(history.keys())[-1] == "lr"
+
+
+def test_fit_with_a_scheduler_makes_the_updates_of_the_hand_written_loop():
+    by_fit, by_hand = mlp(), mlp()
+    loader_a, _ = blob_loaders()
+    loader_b, _ = blob_loaders()
+    opt_a = optim.SGD(by_fit.parameters(), lr=0.1, momentum=0.9)
+    fit(by_fit, F.cross_entropy, opt_a, loader_a, epochs=3, progress=False,
+        scheduler=optim.lr_scheduler.MultiStepLR(opt_a, milestones=[1, 2], gamma=0.1))
+    opt_b = optim.SGD(by_hand.parameters(), lr=0.1, momentum=0.9)
+    for lr in (0.1, 0.01, 0.001):
+        for group in opt_b.param_groups:
+            group["lr"] = lr
+        for x, y in loader_b:
+            loss = F.cross_entropy(by_hand(x), y)
+            opt_b.zero_grad()
+            loss.backward()
+            opt_b.step()
+    for a, b in zip(by_fit.parameters(), by_hand.parameters()):
+        numpy.testing.assert_allclose(a.data, b.data, rtol=1e-6, atol=1e-7)
+
+
+def test_without_a_scheduler_no_lr_is_recorded():
+    train_loader, _ = blob_loaders()
+    model = mlp()
+    history = fit(model, F.cross_entropy, optim.SGD(model.parameters(), lr=0.1), train_loader, epochs=1,
+                  progress=False)
+    assert "lr" not in history
+
+
 # ----- divergence -----
 def nan_at_step(k, value=float("nan")):
     """Cross-entropy, poisoned with ``value`` from the k-th call on (1-based)."""
@@ -238,6 +278,11 @@ def test_fit_rejects_bad_arguments():
         fit(model, F.cross_entropy, sgd, [], epochs=1, progress=False)
     with pytest.raises(ValueError, match="evaluate: nothing to measure"):
         evaluate(model, train_loader, metrics=())
+    with pytest.raises(TypeError, match="fit: scheduler must be a learning-rate schedule"):
+        fit(model, F.cross_entropy, sgd, train_loader, epochs=1, progress=False, scheduler=0.5)
+    other = optim.lr_scheduler.StepLR(optim.SGD(model.parameters(), lr=0.1), step_size=1)
+    with pytest.raises(ValueError, match="fit: the scheduler was built on another optimizer"):
+        fit(model, F.cross_entropy, sgd, train_loader, epochs=1, progress=False, scheduler=other)
 
 
 # ----- progress bar -----

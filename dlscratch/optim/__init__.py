@@ -7,11 +7,14 @@
         optimizer.step()
 
 Build the optimizer after moving the model to its device: the state it creates lives there.
+``optim.lr_scheduler`` changes the learning rate from epoch to epoch (``StepLR``, ``MultiStepLR``,
+``ExponentialLR``, ``LambdaLR``).
 """
 
+from . import lr_scheduler
 from .adadelta import AdaDelta, Adadelta
 from .adam import Adam
 from .optimizer import Optimizer
 from .sgd import SGD
 
-__all__ = ["AdaDelta", "Adadelta", "Adam", "Optimizer", "SGD"]
+__all__ = ["AdaDelta", "Adadelta", "Adam", "Optimizer", "SGD", "lr_scheduler"]

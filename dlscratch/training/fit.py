@@ -63,7 +63,7 @@ METRICS = {"accuracy": correct_count}
 
 
 def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metrics=("accuracy",), progress=True,
-        max_steps=None):
+        max_steps=None, scheduler=None):
     """Train ``model`` for ``epochs`` passes over ``train_loader``; returns a ``History``.
 
     loss_fn: ``loss_fn(outputs, targets)`` -> a scalar Tensor, the batch mean (``F.cross_entropy``).
@@ -72,12 +72,16 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     metrics: names from ``METRICS`` ("accuracy": argmax of outputs (N, C) against labels (N,)), or ().
     progress: a bar per epoch with the running loss and metrics (``tqdm.auto``).
     max_steps: stop after this many optimizer steps in all (the last epoch is then partial).
+    scheduler: a learning-rate schedule (``optim.lr_scheduler``), stepped after each epoch; the
+        history then records each epoch's learning rate as ``"lr"`` (the first parameter group's).
     Raises ``TrainingDiverged`` (a ``FloatingPointError``) when the loss becomes NaN or infinite.
     """
     metric_fns = _metric_functions("fit", metrics)
     _check_count("fit: epochs", epochs)
     if max_steps is not None:
         _check_count("fit: max_steps", max_steps)
+    if scheduler is not None:
+        _check_scheduler(scheduler, optimizer)
     history = History()
     for epoch in range(1, epochs + 1):
         # fit checks every loss itself, so NumPy's overflow warnings would only bury TrainingDiverged.
@@ -88,6 +92,9 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
                 scores = evaluate(model, val_loader, loss_fn, metrics)
                 results.update({f"val_{name}": value for name, value in scores.items()})
             bar.set_postfix_str(_describe(results))
+        if scheduler is not None:
+            results["lr"] = optimizer.param_groups[0]["lr"]  # the rate this epoch trained at
+            scheduler.step()
         history.record_epoch(meter.batches, **results)
         if max_steps is not None and len(history.step_losses) >= max_steps:
             break
@@ -205,6 +212,16 @@ def _metric_functions(caller, metrics):
     if unknown:
         raise ValueError(f"{caller}: unknown metrics {unknown}; available: {sorted(METRICS)}, or () for none")
     return {name: METRICS[name] for name in names}
+
+
+def _check_scheduler(scheduler, optimizer):
+    if not (callable(getattr(scheduler, "step", None)) and hasattr(scheduler, "optimizer")):
+        raise TypeError(
+            "fit: scheduler must be a learning-rate schedule such as optim.lr_scheduler.StepLR(optimizer, "
+            f"step_size=5), got {type(scheduler).__name__}"
+        )
+    if scheduler.optimizer is not optimizer:
+        raise ValueError("fit: the scheduler was built on another optimizer; build it on the one given to fit")
 
 
 def _check_count(name, value):
