@@ -19,17 +19,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 TOOL = ROOT / "tools" / "sync_repo_url.py"
+EXECUTE_TOOL = ROOT / "tools" / "execute_lessons.py"
 MACHINE_PATH = re.compile(r"(?<![\w.])/(work|tmp|root|home)\b")
 
 
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("sync_repo_url", TOOL)
+def _load_tool(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-sync = _load_tool()
+sync = _load_tool(TOOL)
+execute_lessons = _load_tool(EXECUTE_TOOL)
 URL = sync.repository_url(ROOT / "pyproject.toml")
 
 
@@ -135,6 +137,33 @@ def test_no_machine_paths(path):
         for where, text in [("source", cell["text"]), *(("output", t) for t in _text_outputs(cell))]:
             match = MACHINE_PATH.search(text)
             assert match is None, f"{path.name} cell {i}: a machine path in the {where}: {text[match.start():][:60]!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_outputs_come_from_the_current_library(path):
+    stale = execute_lessons.stale_modules(json.loads(path.read_text(encoding="utf-8")))
+    assert not stale, (
+        f"{path.name}: its stored outputs are older than the library ({', '.join(stale)}); "
+        f"re-execute it in full mode: python tools/execute_lessons.py {path.name[:2]}"
+    )
+
+
+def test_fingerprints_ignore_docstrings_comments_and_layout_but_not_code(tmp_path):
+    package = tmp_path / "dlscratch"
+    package.mkdir()
+    module = package / "ops.py"
+    module.write_text('"""Ops."""\n\n\ndef double(x):\n    """Twice x."""\n    return 2 * x  # scale\n')
+    notebook = {"metadata": {"dlscratch": {"library": execute_lessons.library_fingerprints(
+        ["dlscratch.ops", "dlscratch.missing"], root=tmp_path)}}}
+    assert list(notebook["metadata"]["dlscratch"]["library"]) == ["dlscratch.ops"]
+    assert execute_lessons.stale_modules(notebook, root=tmp_path) == []
+    module.write_text('"""Operations, reworded."""\n\ndef double(x):\n    """2x."""\n    return (2 * x)\n')
+    assert execute_lessons.stale_modules(notebook, root=tmp_path) == []
+    module.write_text('def double(x):\n    return 3 * x\n')
+    assert execute_lessons.stale_modules(notebook, root=tmp_path) == ["dlscratch.ops (its code changed)"]
+    module.unlink()
+    assert execute_lessons.stale_modules(notebook, root=tmp_path) == ["dlscratch.ops (no longer exists)"]
+    assert execute_lessons.stale_modules({"metadata": {}}) == ["never executed by tools/execute_lessons.py"]
 
 
 def test_sync_check_passes():
