@@ -6,6 +6,9 @@
     x = dlscratch.randn(4, 3, requires_grad=True)
     loss = F.relu(x @ x.T).mean()
     loss.backward()          # x.grad now holds d loss / d x
+
+``dlscratch.nn``, ``dlscratch.optim`` and ``dlscratch.data`` are reachable after ``import dlscratch``,
+as ``torch.nn`` is after ``import torch``.
 """
 
 from . import backend, functional, memory, training
@@ -22,9 +25,12 @@ float32 = backend.numpy.float32
 float64 = backend.numpy.float64
 int64 = backend.numpy.int64
 
+# last, as in torch/__init__.py: data's modules import creation, which must find tensor loaded above
+from . import data, nn, optim  # noqa: E402
+
 __all__ = [
-    "Function", "GradcheckError", "GradcheckReport", "Tensor", "arange", "backend", "enable_grad",
+    "Function", "GradcheckError", "GradcheckReport", "Tensor", "arange", "backend", "data", "enable_grad",
     "float32", "float64", "functional", "generator", "gradcheck", "int64", "is_grad_enabled", "load", "manual_seed",
-    "memory", "no_grad", "ones", "ones_like", "rand", "randint", "randn", "save", "set_grad_enabled", "tensor",
-    "training", "zeros", "zeros_like",
+    "memory", "nn", "no_grad", "ones", "ones_like", "rand", "randint", "randn", "save", "optim", "set_grad_enabled",
+    "tensor", "training", "zeros", "zeros_like",
 ]

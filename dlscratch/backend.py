@@ -10,8 +10,9 @@ path runs on the CPU (NumPy) and on an NVIDIA GPU (CuPy). It is the only module 
     x = backend.to_gpu(numpy_array)
     backend.synchronize()          # wait for queued GPU work (a no-op on NumPy)
 
-The environment variable ``DLSCRATCH_DEVICE`` (``cpu``, ``gpu`` or ``auto``) sets the backend
-at import time; without it dlscratch starts on the CPU, as PyTorch does.
+The environment variable ``DLSCRATCH_DEVICE`` (``cpu``, ``gpu`` or ``auto``, or any other name
+``use`` accepts: ``numpy``, ``cupy``, ``cuda``) sets the backend at import time; without it
+dlscratch starts on the CPU, as PyTorch does.
 """
 
 import os
@@ -213,9 +214,11 @@ def describe():
 
 
 def _from_environment():
+    """Select the backend named by ``DLSCRATCH_DEVICE``: any name ``use`` accepts (default ``cpu``)."""
     choice = os.environ.get("DLSCRATCH_DEVICE", "cpu").strip().lower() or "cpu"
-    if choice not in ("cpu", "gpu", "auto"):
-        raise ValueError(f"DLSCRATCH_DEVICE={choice!r} is not one of 'cpu', 'gpu', 'auto'")
+    if choice not in _NAMES:
+        accepted = ", ".join(repr(n) for n in _NAMES)
+        raise ValueError(f"DLSCRATCH_DEVICE={choice!r} is not one of {accepted}; unset it or pick one of these")
     use(choice)
 
 

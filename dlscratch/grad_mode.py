@@ -20,22 +20,45 @@ def is_grad_enabled():
     return _state.enabled
 
 
-@contextlib.contextmanager
-def set_grad_enabled(mode):
-    """Context manager that records graphs when ``mode`` is true and not otherwise."""
-    previous = _state.enabled
-    _state.enabled = bool(mode)
-    try:
-        yield
-    finally:
-        _state.enabled = previous
+class set_grad_enabled:
+    """Record graphs when ``mode`` is true and not otherwise, as PyTorch's does.
+
+    Called as a function, it takes effect at once and lasts until changed; used in a ``with``
+    block, it also restores the previous mode when the block ends (even by an exception).
+    """
+
+    def __init__(self, mode):
+        self.previous = _state.enabled
+        _state.enabled = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        _state.enabled = self.previous
 
 
-def no_grad():
+class _Mode(contextlib.ContextDecorator):
+    """A ``with`` block (or a decorated function) run with recording set to ``self.mode``."""
+
+    mode = True
+
+    def __enter__(self):
+        self.previous = _state.enabled
+        _state.enabled = self.mode
+        return self
+
+    def __exit__(self, *exc_info):
+        _state.enabled = self.previous
+
+
+class no_grad(_Mode):
     """Context manager in which no graph is recorded (evaluation, optimizer updates)."""
-    return set_grad_enabled(False)
+
+    mode = False
 
 
-def enable_grad():
+class enable_grad(_Mode):
     """Context manager that records graphs again inside a ``no_grad`` block."""
-    return set_grad_enabled(True)
+
+    mode = True

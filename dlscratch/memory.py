@@ -11,7 +11,8 @@ setting below (the faults fell to zero).
 ``keep_freed_memory()`` raises both thresholds with ``mallopt``: arrays up to 256 MB come from
 the heap, and up to 1 GB of freed heap stays with the process for reuse. The cost is that the
 process keeps its peak memory instead of returning it. ``import dlscratch`` calls it on Linux
-with glibc unless the environment variable ``DLSCRATCH_KEEP_MEMORY`` is ``0``. PyTorch's and
+with glibc unless the environment variable ``DLSCRATCH_KEEP_MEMORY`` is off (``0``, ``false``,
+``no`` or ``off``; ``1``, ``true``, ``yes`` and ``on`` keep it, any case; anything else is an error). PyTorch's and
 CuPy's GPU memory pools exist for the same reason (``cudaMalloc`` is slower still).
 """
 
@@ -24,6 +25,8 @@ MMAP_THRESHOLD = 2**28  # blocks up to this size come from the heap, not from mm
 TRIM_THRESHOLD = 2**30  # free space at the top of the heap kept before giving any back
 
 _applied = False
+
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def keep_freed_memory():
@@ -45,5 +48,21 @@ def keeps_freed_memory():
     return _applied
 
 
-if os.environ.get("DLSCRATCH_KEEP_MEMORY", "1").strip() != "0":
+def env_flag(variable, default):
+    """The boolean value of the environment variable ``variable`` (``default`` when unset or empty).
+
+    Accepts ``TRUE_WORDS`` and ``FALSE_WORDS`` in any case; raises ``ValueError`` on anything else.
+    """
+    value = os.environ.get(variable, "").strip().lower()
+    if not value:
+        return default
+    if value in TRUE_WORDS or value in FALSE_WORDS:
+        return value in TRUE_WORDS
+    raise ValueError(
+        f"{variable}={os.environ[variable]!r} is not a yes/no value: use one of "
+        f"{', '.join(map(repr, TRUE_WORDS))} to turn it on or {', '.join(map(repr, FALSE_WORDS))} to turn it off"
+    )
+
+
+if env_flag("DLSCRATCH_KEEP_MEMORY", default=True):
     keep_freed_memory()

@@ -84,7 +84,7 @@ def test_environment_gpu_without_gpu_fails_at_import_saying_why():
 def test_environment_bad_value_fails_at_import():
     result = _import_in_subprocess("tpu")
     assert result.returncode != 0
-    assert "DLSCRATCH_DEVICE='tpu' is not one of 'cpu', 'gpu', 'auto'" in result.stderr
+    assert "DLSCRATCH_DEVICE='tpu' is not one of 'numpy', 'cpu', 'cupy', 'gpu', 'cuda', 'auto'" in result.stderr
 
 
 def test_get_array_module(backend):

@@ -10,6 +10,7 @@ tried in order; the error after the last one says why each failed.
 import hashlib
 import os
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -31,24 +32,29 @@ def md5_hex(data):
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
-def download(urls, dest, md5=None, content=None, progress=True, timeout=30):
+def download(urls, dest, md5=None, content=None, progress=True, timeout=30, deadline=600):
     """Download ``dest`` from the first of ``urls`` that works, and return its ``Path``.
 
     md5: the expected MD5 hex digest of ``content(path)`` (default: the file's bytes), checked
         before the file is moved into place. ``content`` lets a caller check what a file holds
         rather than its bytes (e.g. the decompressed data of a gzip file).
     progress: show a tqdm progress bar (a widget in notebooks, text in a terminal).
+    timeout: seconds that connecting, or any one read, may wait for the server.
+    deadline: seconds that the whole download from one mirror may take (a server that sends a
+        byte now and then never trips ``timeout``); a read in progress may overrun it by ``timeout``.
     """
     dest = Path(dest)
     if isinstance(urls, str):
         urls = [urls]
     if not urls:
         raise ValueError(f"download({dest.name}): no URL given")
+    if not deadline > 0:
+        raise ValueError(f"download({dest.name}): deadline={deadline} must be a positive number of seconds")
     dest.parent.mkdir(parents=True, exist_ok=True)
     failures = []
     for url in urls:
         try:
-            _fetch(url, dest, md5, content or Path.read_bytes, progress, timeout)
+            _fetch(url, dest, md5, content or Path.read_bytes, progress, timeout, deadline)
             return dest
         except Exception as exc:  # any failure of one mirror: try the next (KeyboardInterrupt stops)
             failures.append(f"  {url}: {type(exc).__name__}: {exc}")
@@ -58,13 +64,13 @@ def download(urls, dest, md5=None, content=None, progress=True, timeout=30):
     )
 
 
-def _fetch(url, dest, md5, content, progress, timeout):
+def _fetch(url, dest, md5, content, progress, timeout, deadline):
     """Stream ``url`` into a temporary file beside ``dest``, check it, and move it to ``dest``."""
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp)
     try:
         with os.fdopen(fd, "wb") as out:
-            _stream(url, out, dest.name, progress, timeout)
+            _stream(url, out, dest.name, progress, timeout, deadline)
         if md5 is not None:
             got = md5_hex(content(tmp))
             if got != md5:
@@ -75,17 +81,27 @@ def _fetch(url, dest, md5, content, progress, timeout):
         tmp.unlink(missing_ok=True)  # after a success os.replace has already moved it
 
 
-def _stream(url, out, name, progress, timeout):
-    """Copy the body of ``url`` into the open file ``out``, with a progress bar."""
+def _stream(url, out, name, progress, timeout, deadline):
+    """Copy the body of ``url`` into the open file ``out``, with a progress bar, within ``deadline`` seconds.
+
+    ``read1`` returns what has arrived (``read`` would wait for a whole chunk), so the deadline is
+    checked after every piece, however slowly they come.
+    """
+    give_up = time.monotonic() + deadline
     request = urllib.request.Request(url, headers={"User-Agent": "dlscratch"})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         length = response.headers.get("Content-Length")
         total = int(length) if length is not None else None
         received = 0
         with tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024, disable=not progress) as bar:
-            while chunk := response.read(CHUNK):
+            while chunk := response.read1(CHUNK):
                 out.write(chunk)
                 received += len(chunk)
                 bar.update(len(chunk))
+                if time.monotonic() > give_up:
+                    raise TimeoutError(
+                        f"{url} did not finish within the deadline of {deadline} s ({received} bytes received"
+                        f"{'' if total is None else f' of {total}'}); pass a larger deadline= on a slow connection"
+                    )
     if total is not None and received != total:
         raise ConnectionError(f"the connection closed after {received} of {total} bytes")

@@ -31,24 +31,42 @@ def _advice(path):
     )
 
 
-def read_bytes(path):
-    """The content of ``path``: decompressed when it starts with the gzip magic bytes, else as it is."""
-    path = Path(path)
-    data = path.read_bytes()
-    if data[:2] != GZIP_MAGIC:
-        return data
-    try:
-        return gzip.decompress(data)
-    except (EOFError, OSError, zlib.error) as exc:
-        raise IDXError(f"{path}: the gzip stream is damaged or truncated ({exc}). {_advice(path)}") from exc
+def read_bytes(path, max_bytes=None):
+    """The content of ``path``: decompressed when it starts with the gzip magic bytes, else as it is.
 
-
-def parse_idx(data, path="<bytes>"):
-    """The uint8 array held by IDX bytes ``data``: images (count, rows, cols) or labels (count,).
-
-    ``path`` only names the source in error messages. The array is a read-only view of ``data``.
+    A gzip stream is inflated only as far as its IDX header announces, plus one byte to tell
+    whether more follows, so a small file that would inflate to gigabytes is rejected after a
+    few kB. ``max_bytes``: the largest content allowed; a header that announces more is rejected
+    before the rest is inflated.
     """
     path = Path(path)
+    with open(path, "rb") as f:
+        if f.read(2) != GZIP_MAGIC:
+            return path.read_bytes()
+        f.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=f) as stream:
+                data = stream.read(4 + 4 * max(_NDIM.values()))
+                _, header, shape = _header(data, path)
+                size = header + int(numpy.prod(shape))
+                if max_bytes is not None and size > max_bytes:
+                    raise IDXError(
+                        f"{path}: the IDX header announces {shape} = {size} bytes, more than the {max_bytes} "
+                        f"expected; this is not the file it should be. {_advice(path)}"
+                    )
+                data += stream.read(max(0, size + 1 - len(data)))
+        except (EOFError, OSError, zlib.error) as exc:
+            raise IDXError(f"{path}: the gzip stream is damaged or truncated ({exc}). {_advice(path)}") from exc
+    if len(data) > size:
+        raise IDXError(
+            f"{path}: the gzip stream holds more than the {size} bytes its IDX header {shape} announces; "
+            f"reading stopped there. {_advice(path)}"
+        )
+    return data
+
+
+def _header(data, path):
+    """``(magic, header length, shape)`` of IDX bytes ``data``, or ``IDXError`` saying what is wrong."""
     if len(data) < 8:
         raise IDXError(f"{path}: {len(data)} bytes is too short for an IDX header. {_advice(path)}")
     (magic,) = struct.unpack(">I", data[:4])
@@ -63,6 +81,16 @@ def parse_idx(data, path="<bytes>"):
     shape = struct.unpack(f">{_NDIM[magic]}I", data[4:header])
     if magic == IMAGES_MAGIC and 0 in shape[1:]:
         raise IDXError(f"{path}: images of size {shape[1]}x{shape[2]} make no sense. {_advice(path)}")
+    return magic, header, shape
+
+
+def parse_idx(data, path="<bytes>"):
+    """The uint8 array held by IDX bytes ``data``: images (count, rows, cols) or labels (count,).
+
+    ``path`` only names the source in error messages. The array is a read-only view of ``data``.
+    """
+    path = Path(path)
+    _, header, shape = _header(data, path)
     expected, got = int(numpy.prod(shape)), len(data) - header
     if got < expected:
         raise IDXError(
@@ -77,6 +105,6 @@ def parse_idx(data, path="<bytes>"):
     return numpy.frombuffer(data, dtype=numpy.uint8, offset=header).reshape(shape)
 
 
-def read_idx(path):
-    """The uint8 array stored in the IDX file ``path`` (gzipped or raw). See ``parse_idx``."""
-    return parse_idx(read_bytes(path), path)
+def read_idx(path, max_bytes=None):
+    """The uint8 array stored in the IDX file ``path`` (gzipped or raw). See ``read_bytes`` and ``parse_idx``."""
+    return parse_idx(read_bytes(path, max_bytes), path)

@@ -17,6 +17,7 @@ is never used. Parsed arrays are kept in memory: a second load in the same proce
 Host-only code: the arrays are NumPy; a DataLoader moves each batch to the current device.
 """
 
+import functools
 import os
 from pathlib import Path
 
@@ -44,6 +45,15 @@ MD5 = {
     "train-labels-idx1-ubyte.gz": "a25bea736e30d166cdddb491f175f624",
     "t10k-images-idx3-ubyte.gz": "2646ac647ad5339dbf082846283269ea",
     "t10k-labels-idx1-ubyte.gz": "27ae3e4e09519cfbb04c329615203637",
+}
+
+#: Size of each file's uncompressed content (IDX header + data): a gzip stream whose header announces
+#: more is rejected before it is inflated.
+SIZES = {
+    "train-images-idx3-ubyte.gz": 16 + 60000 * 28 * 28,
+    "train-labels-idx1-ubyte.gz": 8 + 60000,
+    "t10k-images-idx3-ubyte.gz": 16 + 10000 * 28 * 28,
+    "t10k-labels-idx1-ubyte.gz": 8 + 10000,
 }
 
 #: The repository's data folder, found relative to the package (exists in clones and editable installs).
@@ -105,7 +115,7 @@ def mnist_files(root=None, train=True, download_missing=True):
         if path is None and download_missing:
             path = download(
                 [mirror + name for mirror in MIRRORS], _writable_folder(root) / name,
-                md5=MD5[name], content=idx.read_bytes,
+                md5=MD5[name], content=functools.partial(idx.read_bytes, max_bytes=SIZES[name]),
             )
         if path is None:
             searched = ", ".join(str(f) for f in folders)
@@ -119,8 +129,8 @@ def mnist_files(root=None, train=True, download_missing=True):
 
 def _read_checked(path):
     """The uint8 array of an MNIST file, after checking the MD5 of its uncompressed content."""
-    data = idx.read_bytes(path)
     name = path.name if path.name.endswith(".gz") else path.name + ".gz"
+    data = idx.read_bytes(path, max_bytes=SIZES[name])
     got = md5_hex(data)
     if got != MD5[name]:
         raise ChecksumError(

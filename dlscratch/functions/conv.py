@@ -108,7 +108,7 @@ class Conv2d(Function):
             matrix = backend.get_array_module(x).concatenate([matrix, bias[:, None]], axis=1)
         self.cols, self.weight = cols, weight
         y = matrix @ cols
-        return y.reshape(-1, g.Ho, g.Wo, g.N).transpose(3, 0, 1, 2)
+        return y.reshape(len(weight), g.Ho, g.Wo, g.N).transpose(3, 0, 1, 2)  # O, not -1: N may be 0
 
     def backward(self, gy):
         out_channels = gy.shape[1]
@@ -129,7 +129,7 @@ class Conv2d(Function):
         xp = backend.get_array_module(gy)
         on_gpu = backend.is_gpu_array(gy)
         per_row = weight.shape[1] * g.Wo * g.N
-        band = g.Ho if on_gpu else max(1, BAND_NUMBERS // per_row)
+        band = g.Ho if on_gpu or per_row == 0 else max(1, BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
         padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)
         for r0 in range(0, g.Ho, band):
             r1 = min(r0 + band, g.Ho)
