@@ -7,7 +7,9 @@
     plot_history(history)
 """
 
-from .fit import METRICS, TrainingDiverged, correct_count, evaluate, fit
+from .fit import METRICS, TrainingDiverged, TrainingInterrupted, correct_count, evaluate, fit
 from .history import History, plot_history
 
-__all__ = ["METRICS", "History", "TrainingDiverged", "correct_count", "evaluate", "fit", "plot_history"]
+__all__ = [
+    "METRICS", "History", "TrainingDiverged", "TrainingInterrupted", "correct_count", "evaluate", "fit", "plot_history",
+]

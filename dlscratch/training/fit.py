@@ -13,11 +13,18 @@ Each step of ``fit`` is the loop a lesson writes by hand::
         optimizer.step()
 
 The batch's loss and its number of correct predictions are computed on the device and brought
-to the host together: one transfer per batch, which is also where a NaN loss is caught.
+to the host together, right after the forward pass: one transfer per batch, which is also where a
+NaN loss is caught, before its backward pass and update can reach the weights.
+
+Ctrl-C is held back while the optimizer updates the parameters, so a step is applied whole or not
+at all; ``fit`` then raises ``TrainingInterrupted``, which carries the history measured so far.
 """
 
+import contextlib
 import math
 import numbers
+import signal
+import threading
 
 import numpy
 
@@ -30,8 +37,9 @@ from .progress import progress_bar
 
 class TrainingDiverged(FloatingPointError):
     """The training loss became NaN or infinite: ``loss``, ``epoch``, ``step`` (within the epoch)
-    and ``global_step`` (since the start of ``fit``) say when; all counts start at 1. ``history``
-    holds what was recorded before (plot it to see the loss take off)."""
+    and ``global_step`` (since the start of ``fit``) say when; all counts start at 1. That step's
+    update is not applied: the parameters hold the weights after step ``global_step - 1``.
+    ``history`` holds what was recorded before (plot it to see the loss take off)."""
 
     def __init__(self, loss, epoch, step, global_step, lr=None, history=None):
         self.loss, self.epoch, self.step, self.global_step = loss, epoch, step, global_step
@@ -39,9 +47,34 @@ class TrainingDiverged(FloatingPointError):
         now = "" if lr is None else f" than lr={lr}"
         super().__init__(
             f"fit: the training loss became {loss} at epoch {epoch}, step {step} (step {global_step} overall), "
-            f"so training has diverged and the parameters now hold that step's update. Try a lower learning "
-            f"rate{now} (a tenth, say), and check that the inputs hold no NaN or infinite values and are "
-            "normalised."
+            f"so training has diverged; that step's update was not applied, and the parameters hold the weights "
+            f"after step {global_step - 1}. Try a lower learning rate{now} (a tenth, say), and check that the "
+            "inputs hold no NaN or infinite values and are normalised."
+        )
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or another ``KeyboardInterrupt``) stopped ``fit`` in epoch ``epoch`` (counted from 1)
+    after ``global_step`` complete optimizer steps. The model holds the weights after that step:
+    a step is never left half applied. ``history`` holds every complete step's loss and every
+    complete epoch's means. A ``KeyboardInterrupt``, so a script still stops unless it catches it::
+
+        try:
+            history = fit(model, F.cross_entropy, optimizer, train_loader, epochs=20)
+        except TrainingInterrupted as stop:
+            history = stop.history
+    """
+
+    def __init__(self, history):
+        self.history = history
+        self.epoch, self.global_step = len(history) + 1, len(history.step_losses)
+        in_epoch = self.global_step - sum(history.epoch_steps)
+        where = (f"after {in_epoch} of its steps ({self.global_step} in all); the model holds the weights after "
+                 f"step {self.global_step}, the last complete one," if self.global_step else
+                 "before its first step; the model holds the weights it had before fit,")
+        super().__init__(
+            f"fit: interrupted in epoch {self.epoch} {where} and this exception's .history what was measured up "
+            "to then (catch TrainingInterrupted to keep it)."
         )
 
 
@@ -74,7 +107,9 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     max_steps: stop after this many optimizer steps in all (the last epoch is then partial).
     scheduler: a learning-rate schedule (``optim.lr_scheduler``), stepped after each epoch; the
         history then records each epoch's learning rate as ``"lr"`` (the first parameter group's).
-    Raises ``TrainingDiverged`` (a ``FloatingPointError``) when the loss becomes NaN or infinite.
+    Raises ``TrainingDiverged`` (a ``FloatingPointError``) when the loss becomes NaN or infinite,
+    before that step's update, and ``TrainingInterrupted`` (a ``KeyboardInterrupt`` that carries the
+    history so far) on Ctrl-C; either way the model holds the weights after the last complete step.
     """
     metric_fns = _metric_functions("fit", metrics)
     _check_count("fit: epochs", epochs)
@@ -83,21 +118,26 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     if scheduler is not None:
         _check_scheduler(scheduler, optimizer)
     history = History()
-    for epoch in range(1, epochs + 1):
-        # fit checks every loss itself, so NumPy's overflow warnings would only bury TrainingDiverged.
-        with progress_bar(train_loader, f"epoch {epoch}/{epochs}", progress) as bar, numpy.errstate(all="ignore"):
-            meter = _train_epoch(model, loss_fn, optimizer, train_loader, bar, metric_fns, history, epoch, max_steps)
-            results = meter.means("fit: train_loader")
-            if val_loader is not None:
-                scores = evaluate(model, val_loader, loss_fn, metrics)
-                results.update({f"val_{name}": value for name, value in scores.items()})
-            bar.set_postfix_str(_describe(results))
-        if scheduler is not None:
-            results["lr"] = optimizer.param_groups[0]["lr"]  # the rate this epoch trained at
-            scheduler.step()
-        history.record_epoch(meter.batches, **results)
-        if max_steps is not None and len(history.step_losses) >= max_steps:
-            break
+    try:
+        for epoch in range(1, epochs + 1):
+            # fit checks every loss itself, so NumPy's overflow warnings would only bury TrainingDiverged.
+            with progress_bar(train_loader, f"epoch {epoch}/{epochs}", progress) as bar, numpy.errstate(all="ignore"):
+                meter = _train_epoch(model, loss_fn, optimizer, train_loader, bar, metric_fns, history, epoch,
+                                     max_steps)
+                results = meter.means("fit: train_loader")
+                if val_loader is not None:
+                    scores = evaluate(model, val_loader, loss_fn, metrics)
+                    results.update({f"val_{name}": value for name, value in scores.items()})
+                bar.set_postfix_str(_describe(results))
+            with _sigint_deferred():  # the schedule moves on exactly when the epoch is recorded
+                if scheduler is not None:
+                    results["lr"] = optimizer.param_groups[0]["lr"]  # the rate this epoch trained at
+                    scheduler.step()
+                history.record_epoch(meter.batches, **results)
+            if max_steps is not None and len(history.step_losses) >= max_steps:
+                break
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(history) from None
     return history
 
 
@@ -109,21 +149,41 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
         inputs, targets = _split("fit", batch)
         outputs = model(*inputs)
         loss = _check_loss("fit", loss_fn(outputs, targets))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
         loss_value, counts = _fetch(loss, outputs, targets, metric_fns)
         if not math.isfinite(loss_value):
             lr = getattr(optimizer, "param_groups", [{}])[0].get("lr")
             raise TrainingDiverged(loss_value, epoch, meter.batches + 1, len(history.step_losses) + 1, lr, history)
-        history.record_step(loss_value)
-        meter.add(len(targets), loss_value, counts)
+        optimizer.zero_grad()
+        loss.backward()
+        with _sigint_deferred():  # the update and its record: all or nothing
+            optimizer.step()
+            history.record_step(loss_value)
+            meter.add(len(targets), loss_value, counts)
         if not bar.disable:
             bar.set_postfix_str(_describe(meter.means()), refresh=False)
         bar.update()
         if max_steps is not None and len(history.step_losses) >= max_steps:
             break
     return meter
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold back SIGINT (Ctrl-C) until the block has run, then deliver it to the handler that was
+    there before (Python's raises ``KeyboardInterrupt``). Only the main thread receives signals;
+    elsewhere, or under a handler set outside Python, the block runs as it is."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield
+        return
+    received = []
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        signal.raise_signal(signal.SIGINT)
 
 
 def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):

@@ -12,7 +12,9 @@ import numpy
 
 class History:
     """Per-epoch lists of values by name (``"loss"``, ``"accuracy"``, ``"val_loss"``, ...), plus
-    ``step_losses`` (the loss of every step) and ``epoch_steps`` (the number of steps in each epoch)."""
+    ``step_losses`` (the loss of every step) and ``epoch_steps`` (the number of steps in each epoch).
+    When ``fit`` stopped inside an epoch (interrupted, or diverged), ``step_losses`` ends with the
+    complete steps of that unfinished epoch, which has no entry in the per-epoch lists."""
 
     def __init__(self):
         self.metrics = {}
@@ -104,8 +106,11 @@ def _plot_epochs(ax, history, names, ylabel):
 
 
 def _step_positions(history):
-    """Step k of an epoch of n steps that ends at epoch number e sits at e - 1 + k / n."""
+    """Step k of an epoch of n steps that ends at epoch number e sits at e - 1 + k / n. The steps of
+    an unfinished last epoch (fit interrupted, or diverged) go on at the spacing of the epoch before."""
     positions = []
     for e, n in enumerate(history.epoch_steps):
         positions += [e + (k + 1) / n for k in range(n)]
+    unfinished, n = len(history.step_losses) - len(positions), history.epoch_steps[-1]
+    positions += [len(history) + (k + 1) / n for k in range(unfinished)]
     return positions
