@@ -108,7 +108,10 @@ def _as_float64(x):
         return x
     if data.dtype.kind != "f":
         return Tensor(data)
-    return Tensor(data.astype(numpy.float64, copy=True), requires_grad=True, dtype=numpy.float64)
+    # A C-contiguous copy, whatever the input's memory order: ``_numerical_gradient`` perturbs it
+    # through ``reshape(-1)``, which is a view (not a copy) only of a C-contiguous array.
+    copy = data.astype(numpy.float64, order="C", copy=True)
+    return Tensor(copy, requires_grad=True, dtype=numpy.float64)
 
 
 def _numerical_gradient(fn, xs, i, weights, eps):

@@ -333,10 +333,17 @@ class Tensor:
         return _fn.amax(self, _pick(dim, axis), _pick(keepdim, keepdims))
 
     def max(self, dim=None, keepdim=False):
-        """Over all elements: the maximum. Over ``dim``: ``(values, indices)`` as in PyTorch."""
+        """Over all elements: the maximum (tied maxima share its gradient). Over ``dim``:
+        ``(values, indices)`` as in PyTorch, each value's gradient going to the element at its index."""
         if dim is None:
             return _fn.amax(self)
-        return MaxResult(_fn.amax(self, dim, keepdim), self.argmax(dim, keepdim))
+        indices = self.argmax(dim, keepdim=True)
+        where = list(backend.get_array_module(indices).indices(indices.shape, sparse=True))
+        where[dim] = indices
+        values = self[tuple(where)]  # picks (and routes gradients to) exactly the returned elements
+        if not keepdim:
+            values, indices = values.squeeze(dim), indices.squeeze(dim)
+        return MaxResult(values, indices)
 
     def argmax(self, dim=None, keepdim=False):
         """Indices of the maxima (a plain integer array: not differentiable)."""

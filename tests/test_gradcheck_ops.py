@@ -228,16 +228,16 @@ def test_amax(make, axis, keepdims):
     gradcheck(lambda t: F.amax(t, axis, keepdims), x)
 
 
-def test_amax_ties_send_the_gradient_to_the_first_maximum(backend):
+def test_amax_ties_split_the_gradient_evenly(backend):
     x = dlscratch.tensor([[3.0, 1.0, 3.0], [2.0, 2.0, 0.0]], requires_grad=True)
     x.amax(1).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.5, 0, 0.5], [0.5, 0.5, 0]])
     x.zero_grad()
     x.amax(0).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 1], [0, 1, 0]])
     x.zero_grad()
     x.amax().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.5, 0, 0.5], [0, 0, 0]])
 
 
 # ----- shapes -----

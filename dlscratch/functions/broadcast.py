@@ -9,14 +9,29 @@ from ..function import Function
 
 
 def sum_to(g, shape):
-    """Sum array ``g`` down to ``shape``, undoing NumPy broadcasting. ``g: (..., *shape')``."""
+    """Sum array ``g`` down to ``shape``, undoing NumPy broadcasting. ``g: (..., *shape')``.
+
+    ``shape`` must broadcast to ``g.shape``: aligned from the right, each of its dimensions is 1
+    or equal to ``g``'s."""
     if g.shape == shape:
         return g
+    if not _expandable(shape, g.shape):
+        raise ValueError(
+            f"target shape {shape} is not expandable to the input's shape {g.shape}; aligned from the "
+            f"right, each target dimension must be 1 or equal to the input's (as broadcasting allows)"
+        )
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
     )
     return g.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+def _expandable(shape, to):
+    """Whether ``shape`` broadcasts to ``to``."""
+    if len(shape) > len(to):
+        return False
+    return all(n in (1, m) for n, m in zip(shape[::-1], to[::-1]))
 
 
 class BroadcastTo(Function):

@@ -59,34 +59,31 @@ class Mean(Function):
 
 
 class Max(Function):
-    """Maximum over one axis (or all elements). With ties, the gradient goes to the first
-    maximal element, the one ``argmax`` returns (as PyTorch's ``max(dim)`` does)."""
+    """Maximum over ``axis`` (int, tuple, or all elements when None). With ties, the gradient is
+    split evenly among the tied maxima (as PyTorch's ``amax`` and ``max()`` do)."""
+
+    name = "amax"
 
     def __init__(self, axis=None, keepdims=False):
         self.axis, self.keepdims = axis, keepdims
 
     def forward(self, x):
-        if self.axis is not None and not isinstance(self.axis, int):
-            raise ValueError("max reduces over one axis or all of them (axis=None)")
-        if x.size == 0:
-            raise ValueError("max of an empty tensor")
         self.x_shape = x.shape
-        flat = x.reshape(-1) if self.axis is None else x
-        self.axis_used = 0 if self.axis is None else normalize_axes(self.axis, x.ndim)[0]
-        self.index = flat.argmax(axis=self.axis_used, keepdims=True)
-        self.flat_shape = flat.shape
-        y = get_array_module(x).take_along_axis(flat, self.index, axis=self.axis_used)
-        if self.axis is None:
-            return y.reshape((1,) * x.ndim if self.keepdims else ())
-        return y if self.keepdims else y.squeeze(self.axis_used)
+        self.axes = normalize_axes(self.axis, x.ndim)
+        empty = [a for a in self.axes if x.shape[a] == 0]
+        if empty:
+            raise ValueError(
+                f"cannot take the maximum over dimension {empty[0]} of size 0 (shape {x.shape}); "
+                "reduce over non-empty dimensions only"
+            )
+        y = x.max(axis=self.axes, keepdims=True)
+        self.mask = x == y
+        return y if self.keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
     def backward(self, gy):
-        xp = get_array_module(gy)
-        n = self.flat_shape[self.axis_used]
-        positions = xp.arange(n).reshape([n if i == self.axis_used else 1 for i in range(len(self.flat_shape))])
-        mask = positions == self.index
-        gy = gy.reshape(self.index.shape)
-        return (mask * gy).reshape(self.x_shape)
+        gy = _expand_like(gy, self.x_shape, self.axes, self.keepdims)
+        ties = self.mask.sum(axis=self.axes, keepdims=True).astype(gy.dtype)
+        return gy * self.mask / ties
 
 
 def sum(x, axis=None, keepdims=False):

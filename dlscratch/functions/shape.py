@@ -3,6 +3,15 @@
 from ..function import Function
 
 
+def wrap_dim(op, dim, ndim):
+    """``dim`` (negatives count from the end) as an index in ``[0, ndim)``; a 0-d tensor takes
+    dims -1 and 0, as in PyTorch. Raises ``IndexError`` naming ``op`` when out of range."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
 class Reshape(Function):
     def __init__(self, shape):
         self.shape = tuple(shape)
@@ -25,14 +34,18 @@ class Permute(Function):
         self.dims = tuple(dims)
 
     def forward(self, x):
-        if sorted(d % x.ndim for d in self.dims) != list(range(x.ndim)) or len(self.dims) != x.ndim:
+        if len(self.dims) != x.ndim:
             raise ValueError(f"dims {self.dims} are not a permutation of the {x.ndim} dimensions")
+        dims = [wrap_dim("permute", d, x.ndim) for d in self.dims]
+        if sorted(dims) != list(range(x.ndim)):
+            raise ValueError(f"dims {self.dims} are not a permutation of the {x.ndim} dimensions")
+        self.dims = tuple(dims)
         return x.transpose(self.dims)
 
     def backward(self, gy):
         inverse = [0] * len(self.dims)
         for i, d in enumerate(self.dims):
-            inverse[d % len(self.dims)] = i
+            inverse[d] = i
         return gy.transpose(inverse)
 
 
@@ -57,15 +70,20 @@ def transpose(x, dim0=None, dim1=None):
         return Permute(tuple(reversed(range(x.ndim))))(x)
     if dim0 is None or dim1 is None:
         raise ValueError("transpose: give both dimensions to swap, or neither to reverse all")
+    dim0, dim1 = wrap_dim("transpose", dim0, x.ndim), wrap_dim("transpose", dim1, x.ndim)
+    if x.ndim == 0:
+        return Permute(())(x)
     dims = list(range(x.ndim))
     dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
     return Permute(dims)(x)
 
 
 def flatten(x, start_dim=0, end_dim=-1):
-    """Merge dimensions ``start_dim..end_dim`` into one."""
+    """Merge dimensions ``start_dim..end_dim`` into one (a 0-d tensor becomes shape ``(1,)``)."""
+    start, end = wrap_dim("flatten", start_dim, x.ndim), wrap_dim("flatten", end_dim, x.ndim)
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}; give start_dim <= end_dim")
     shape = x.shape
-    start, end = start_dim % max(x.ndim, 1), end_dim % max(x.ndim, 1)
     merged = 1
     for n in shape[start : end + 1]:
         merged *= n
@@ -73,8 +91,8 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 def unsqueeze(x, dim):
-    """Insert a dimension of size 1 at ``dim``."""
-    dim = dim % (x.ndim + 1)
+    """Insert a dimension of size 1 at ``dim`` (in ``[-ndim - 1, ndim]``)."""
+    dim = wrap_dim("unsqueeze", dim, x.ndim + 1)
     return Reshape(x.shape[:dim] + (1,) + x.shape[dim:])(x)
 
 
@@ -83,8 +101,8 @@ def squeeze(x, dim=None):
     if dim is None:
         shape = tuple(n for n in x.shape if n != 1)
     else:
-        dim = dim % x.ndim
-        if x.shape[dim] != 1:
+        dim = wrap_dim("squeeze", dim, x.ndim)
+        if x.ndim == 0 or x.shape[dim] != 1:
             return x
         shape = x.shape[:dim] + x.shape[dim + 1 :]
     return Reshape(shape)(x)

@@ -1,0 +1,82 @@
+"""``gradcheck`` on inputs that are not C-contiguous: transposed, sliced with a step, with a
+negative stride, batch-last. A correct backward must pass and a backward that returns zeros must
+be caught, whatever the memory order of the input."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
+
+from dlscratch import Function, GradcheckError, gradcheck
+
+
+class ZeroBackwardSquare(Function):
+    """``x ** 2`` whose backward wrongly returns zeros."""
+
+    def forward(self, x):
+        return x * x
+
+    def backward(self, gy):
+        return gy * 0
+
+
+def _square(x):
+    return x * x
+
+
+def _base(*shape):
+    return np.random.default_rng(0).uniform(1.0, 2.0, size=shape)
+
+
+LAYOUTS = {
+    "transposed": lambda: _base(3, 4).T,
+    "step-sliced": lambda: _base(4, 6)[::2, ::3],
+    "negative-stride": lambda: _base(3, 4)[::-1, ::-1],
+    "batch-last": lambda: np.ascontiguousarray(_base(2, 3, 2, 2).transpose(1, 2, 3, 0)).transpose(3, 0, 1, 2),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gradcheck_passes_a_correct_backward_on_a_non_contiguous_input(layout):
+    x = LAYOUTS[layout]()
+    assert not x.flags.c_contiguous
+    report = gradcheck(_square, x)
+    assert report and report.checked == x.size
+    assert report.abs_error < 1e-6
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gradcheck_catches_a_zero_backward_on_a_non_contiguous_input(layout):
+    x = LAYOUTS[layout]()
+    report = gradcheck(lambda t: ZeroBackwardSquare()(t), x, raise_exception=False)
+    assert not report
+    # The numerical gradient of sum(w * x**2) is 2 w x, far from the zeros backward gives.
+    assert report.analytic == 0.0 and abs(report.numeric) > 1.0
+    with pytest.raises(GradcheckError, match="FAILED"):
+        gradcheck(lambda t: ZeroBackwardSquare()(t), x)
+
+
+def test_gradcheck_leaves_the_caller_s_array_unchanged():
+    x = LAYOUTS["transposed"]()
+    before = x.copy()
+    gradcheck(_square, x)
+    np.testing.assert_array_equal(x, before)
+
+
+@st.composite
+def _strided_arrays(draw):
+    """A float64 array in a random memory order: permuted axes, steps and reversals."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3))
+    steps = [draw(st.sampled_from([1, 2, -1, -2])) for _ in shape]
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    base = rng.uniform(1.0, 2.0, [n * abs(s) for n, s in zip(shape, steps)])
+    view = base[tuple(slice(None, None, s) for s in steps)]
+    dims = draw(st.permutations(range(len(shape))))
+    return view.transpose(dims)
+
+
+@given(x=_strided_arrays())
+def test_gradcheck_is_independent_of_memory_order(x):
+    assert gradcheck(_square, x)
+    assert not gradcheck(lambda t: ZeroBackwardSquare()(t), x, raise_exception=False)
