@@ -15,6 +15,8 @@ it uses NumPy directly.
 import contextlib
 import json
 import os
+import re
+import tokenize
 import uuid
 import zipfile
 
@@ -54,7 +56,7 @@ def load(path, device=None):
     manifest, arrays = _read(os.fspath(path))
     try:
         return _decode(manifest["root"], arrays, move)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
         raise CheckpointError(f"load: {path} has a damaged manifest ({type(exc).__name__}: {exc})") from exc
 
 
@@ -117,10 +119,15 @@ def _decode(node, arrays, move):
 
 
 def _write_atomically(path, arrays):
-    """``numpy.savez`` into a temporary file beside ``path``, then ``os.replace`` it onto ``path``."""
-    folder, name = os.path.split(os.path.abspath(path))
+    """``numpy.savez`` into a temporary file beside ``path``, then ``os.replace`` it onto ``path``.
+
+    A symbolic link is followed, as ``open()`` would: the file it points to is replaced, the link
+    stays. Temporaries that an earlier, killed save of the same file left behind are removed first."""
+    path = os.path.realpath(path)
+    folder, name = os.path.split(path)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"save: the folder {folder} does not exist; create it first (os.makedirs)")
+    _remove_stale_temporaries(folder, name)
     temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(temporary, "xb") as f:
@@ -134,9 +141,21 @@ def _write_atomically(path, arrays):
         raise
 
 
+def _remove_stale_temporaries(folder, name):
+    stale = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{8}}\.tmp")
+    for entry in os.listdir(folder):
+        if stale.fullmatch(entry):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(folder, entry))
+
+
 def _read(path):
     """The manifest and every array of the checkpoint at ``path``, read in full (the file is closed)."""
-    damaged = (ValueError, EOFError, OSError, KeyError, zipfile.BadZipFile)
+    # What zipfile, numpy.load and json raise on damaged bytes, besides ValueError and OSError:
+    # NotImplementedError (an unknown compression method), RuntimeError ("encrypted", and
+    # RecursionError on deeply nested JSON), SyntaxError and tokenize errors (a .npy header).
+    damaged = (ValueError, EOFError, OSError, KeyError, zipfile.BadZipFile, NotImplementedError, RuntimeError,
+               SyntaxError, tokenize.TokenError, TypeError, AttributeError, IndexError, MemoryError)
     try:
         archive = numpy.load(path, allow_pickle=False)
     except (FileNotFoundError, IsADirectoryError, PermissionError):

@@ -11,10 +11,22 @@ _seed = [None]
 
 
 def manual_seed(seed):
-    """Seed dlscratch's random generators (NumPy's and, when used, CuPy's) and NumPy's global one."""
-    _seed[0] = int(seed)
+    """Seed dlscratch's random generators (NumPy's and, when used, CuPy's) and NumPy's global one.
+
+    ``seed``: an integer in [-2**63, 2**64 - 1], as in PyTorch; a negative seed is taken modulo
+    2**64 (as PyTorch does), so ``manual_seed(-1)`` is ``manual_seed(2**64 - 1)``. Anything else
+    raises before any generator changes."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, numpy.integer)):
+        raise TypeError(f"manual_seed: the seed must be an integer, got {type(seed).__name__} {seed!r}")
+    seed = int(seed)
+    if not -(2**63) <= seed <= 2**64 - 1:
+        raise ValueError(f"manual_seed: the seed must be in [-2**63, 2**64 - 1], got {seed}; "
+                         "reduce it, e.g. seed % 2**64")
+    seed %= 2**64
+    # NumPy's global generator takes 32-bit seeds; larger ones go in as two 32-bit words
+    numpy.random.seed(seed if seed < 2**32 else [seed % 2**32, seed // 2**32])
+    _seed[0] = seed
     _generators.clear()
-    numpy.random.seed(_seed[0])
 
 
 def generator(xp=None):

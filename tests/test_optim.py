@@ -267,13 +267,13 @@ def test_load_state_dict_errors_name_the_problem_and_change_nothing():
 
 def test_bad_hyperparameters_and_parameters_are_rejected():
     p = nn.Parameter([1.0])
-    with pytest.raises(ValueError, match="lr must be >= 0"):
+    with pytest.raises(ValueError, match="Invalid learning rate: -0.1"):
         optim.SGD([p], lr=-0.1)
     with pytest.raises(ValueError, match="nesterov=True needs momentum > 0"):
         optim.SGD([p], lr=0.1, nesterov=True)
-    with pytest.raises(ValueError, match=r"betas must be two numbers in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"Invalid beta parameter at index 0: 1.0"):
         optim.Adam([p], betas=(1.0, 0.999))
-    with pytest.raises(ValueError, match=r"rho must be in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"Invalid rho value: 1.5"):
         optim.AdaDelta([p], rho=1.5)
     with pytest.raises(ValueError, match="empty parameter list"):
         optim.Adam([])

@@ -251,13 +251,10 @@ class Module:
         own = self.state_dict()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
-        mismatched = []
+        problems, values = [], {}
         for key, value in state_dict.items():
             if key in own:
-                shape = tuple(value.shape) if hasattr(value, "shape") else numpy.shape(value)
-                if shape != own[key].shape:
-                    mismatched.append(f"{key}: checkpoint has shape {shape}, the model has {own[key].shape}")
-        problems = mismatched[:]
+                values[key] = _loadable(key, value, own[key], problems)
         if strict:
             problems += [f"missing key: {k}" for k in missing] + [f"unexpected key: {k}" for k in unexpected]
         if problems:
@@ -267,12 +264,8 @@ class Module:
                 + "\n(check that the model is built with the same layers and sizes as the saved one"
                 + ("; strict=False skips missing and unexpected keys)" if strict else ")")
             )
-        for key, target in own.items():
-            if key in state_dict:
-                value = state_dict[key]
-                value = value.data if isinstance(value, Tensor) else value
-                move = backend.to_gpu if target.device == "gpu" else backend.to_cpu
-                target.data[...] = move(value)
+        for key, value in values.items():
+            own[key].data[...] = value
         return IncompatibleKeys(missing, unexpected)
 
     # ----- calling and printing -----
@@ -298,6 +291,28 @@ class Module:
             body = (module._repr_lines() + _count(module.num_parameters())).replace("\n", "\n  ")
             lines.append(f"  ({name}): {body}")
         return "\n".join(lines) + "\n)"
+
+
+def _loadable(key, value, target, problems):
+    """``value`` as an array of ``target``'s shape, dtype and device, ready to copy in; or None,
+    with the reason appended to ``problems``."""
+    value = value.data if isinstance(value, Tensor) else value
+    if not backend.is_gpu_array(value):
+        try:
+            value = numpy.asarray(value)
+        except ValueError:  # a ragged list
+            problems.append(f"{key}: {type(value).__name__} is not an array of numbers")
+            return None
+    if value.dtype.kind not in "biuf":
+        problems.append(
+            f"{key}: a {value.dtype} value cannot be loaded into a {target.dtype} tensor (real numbers only)"
+        )
+        return None
+    if value.shape != target.shape:
+        problems.append(f"{key}: checkpoint has shape {value.shape}, the model has {target.shape}")
+        return None
+    move = backend.to_gpu if target.device == "gpu" else backend.to_cpu
+    return move(value).astype(target.dtype, copy=False)
 
 
 def _count(n):

@@ -23,9 +23,9 @@ class AdaDelta(Optimizer):
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
 
     def _validate(self, group):
-        self._check_non_negative(group, "lr", "eps", "weight_decay")
-        if not 0 <= group["rho"] <= 1:
-            raise ValueError(f"AdaDelta: rho must be in [0, 1], got {group['rho']}")
+        for key in ("lr", "eps", "weight_decay"):
+            self._check(group, key, 0)
+        self._check(group, "rho", 0, 1)
 
     def _update(self, p, grad, state, group):
         xp = get_array_module(p.data)

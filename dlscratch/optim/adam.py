@@ -23,12 +23,16 @@ class Adam(Optimizer):
     scalar_state = ("step",)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
     def _validate(self, group):
-        self._check_non_negative(group, "lr", "eps", "weight_decay")
-        if len(group["betas"]) != 2 or not all(0 <= b < 1 for b in group["betas"]):
-            raise ValueError(f"Adam: betas must be two numbers in [0, 1), got {group['betas']}")
+        for key in ("lr", "eps", "weight_decay"):
+            self._check(group, key, 0)
+        betas = group["betas"]
+        if not isinstance(betas, tuple) or len(betas) != 2:
+            raise ValueError(f"Adam: betas must be two numbers in [0, 1), got {betas!r}")
+        for i, beta in enumerate(betas):
+            self._check({"beta": beta}, "beta", 0, 1, high_open=True, label=f"beta parameter at index {i}")
 
     def _update(self, p, grad, state, group):
         xp = get_array_module(p.data)

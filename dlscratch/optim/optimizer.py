@@ -9,6 +9,8 @@ their intermediate results into ``scratch`` buffers with ``out=`` instead of mak
 temporary for each operation: fewer passes over memory and nothing to allocate per step.
 """
 
+import math
+
 from .. import backend
 from ..grad_mode import no_grad
 from ..tensor import Tensor
@@ -58,12 +60,18 @@ class Optimizer:
         self.param_groups.append({**merged, "params": params})
 
     def _validate(self, group):
-        """Raise ValueError for hyperparameters out of range (subclasses)."""
+        """Raise ValueError for hyperparameters out of range (subclasses, with the helpers below)."""
 
-    def _check_non_negative(self, group, *names):
-        for key in names:
-            if group[key] < 0:
-                raise ValueError(f"{type(self).__name__}: {key} must be >= 0, got {group[key]}")
+    def _check(self, group, key, low, high=math.inf, high_open=False, label=None):
+        """``group[key]`` must be a real number in [low, high] (or [low, high) with ``high_open``);
+        the message is PyTorch's: "Invalid learning rate: -5"."""
+        value = group[key]
+        real = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not (real and low <= value and (value < high if high_open else value <= high)):
+            label = label or {"lr": "learning rate", "eps": "epsilon value"}.get(key, f"{key} value")
+            closing = ")" if high_open else "]"
+            raise ValueError(f"{type(self).__name__}: Invalid {label}: {value!r} (must be a number in "
+                             f"[{low}, {high}{closing})")
 
     def _params(self):
         return [p for group in self.param_groups for p in group["params"]]
@@ -113,7 +121,12 @@ class Optimizer:
         from either device; they are copied onto each parameter's). Raises ValueError, changing
         nothing, when the saved state does not fit these parameters."""
         name = type(self).__name__
-        groups, saved_state = state_dict["param_groups"], state_dict["state"]
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
+            got = sorted(map(str, state_dict)) if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise ValueError(
+                f"{name}.load_state_dict needs the keys ['param_groups', 'state'] of a state_dict(), got {got}"
+            )
+        groups, saved_state = list(state_dict["param_groups"]), state_dict["state"]
         sizes = [len(g["params"]) for g in groups]
         own_sizes = [len(g["params"]) for g in self.param_groups]
         if sizes != own_sizes:
@@ -121,46 +134,65 @@ class Optimizer:
                 f"{name}.load_state_dict: the saved state has parameter groups of sizes {sizes}, this optimizer "
                 f"{own_sizes}; build the optimizer on the same model (same parameters, same order)"
             )
-        problems = []
+        problems, hyperparameters = [], []
         for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
             saved_keys, own_keys = set(saved) - {"params"}, set(own) - {"params"}
             if saved_keys != own_keys:
                 problems.append(
                     f"group {i}: hyperparameters {sorted(saved_keys)} were saved, {name} has {sorted(own_keys)}"
                 )
+                continue
+            hyperparameters.append({k: _plain(v) for k, v in saved.items() if k != "params"})
+            try:
+                self._validate(hyperparameters[-1])
+            except (ValueError, TypeError) as exc:
+                problems.append(f"group {i}: {exc}")
         params = self._params()
         state = {}
         for key, entry in saved_state.items():
-            i = int(key)
+            try:
+                i = int(key)
+            except (TypeError, ValueError):
+                problems.append(f"state key {key!r} is not a parameter position (0, 1, ...)")
+                continue
             if not 0 <= i < len(params):
                 problems.append(f"state for parameter {i}, but there are only {len(params)} parameters")
                 continue
             state[params[i]] = self._load_entry(i, params[i], entry, problems)
         if problems:
             raise ValueError(f"{name}.load_state_dict: the saved state does not fit:\n  " + "\n  ".join(problems))
-        for saved, own in zip(groups, self.param_groups):
-            own.update({k: _plain(v) for k, v in saved.items() if k != "params"})
+        for saved, own in zip(hyperparameters, self.param_groups):
+            own.update(saved)
         self.state = state
 
     def _load_entry(self, i, p, entry, problems):
         """One parameter's saved state, copied onto ``p``'s device and dtype; problems are appended."""
         expected = set(self.array_state) | set(self.scalar_state)
-        if set(entry) != expected:
+        if not isinstance(entry, dict) or set(entry) != expected:
             needs = f"{type(self).__name__} needs {sorted(expected)}"
-            problems.append(f"parameter {i}: saved state has {sorted(entry)}, {needs}")
+            saved = sorted(entry) if isinstance(entry, dict) else repr(entry)
+            problems.append(f"parameter {i}: saved state has {saved}, {needs}")
             return {}
         loaded = {}
         for key in self.array_state:
             value = entry[key]
             value = value.data if isinstance(value, Tensor) else value
-            shape = tuple(getattr(value, "shape", ()))
-            if shape != p.shape:
+            kind = getattr(getattr(value, "dtype", None), "kind", None)
+            if kind not in tuple("biuf"):
+                problems.append(f"parameter {i}: {key} must be an array of real numbers, got {_describe(value)}")
+                continue
+            if tuple(value.shape) != p.shape:
+                shape = tuple(value.shape)
                 problems.append(f"parameter {i}: {key} has shape {shape}, the parameter has shape {p.shape}")
                 continue
             move = backend.to_gpu if p.device == "gpu" else backend.to_cpu
             loaded[key] = move(value).astype(p.dtype, copy=True)
         for key in self.scalar_state:
-            loaded[key] = int(entry[key])
+            value = _plain(entry[key])
+            if isinstance(value, bool) or not isinstance(value, int):
+                problems.append(f"parameter {i}: {key} must be an integer, got {value!r}")
+                continue
+            loaded[key] = value
         return loaded
 
     def __repr__(self):
@@ -181,3 +213,8 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return tuple(_plain(v) for v in value)
     return value
+
+
+def _describe(value):
+    dtype = getattr(value, "dtype", None)
+    return f"{type(value).__name__} of dtype {dtype}" if dtype is not None else repr(value)

@@ -22,7 +22,8 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _validate(self, group):
-        self._check_non_negative(group, "lr", "momentum", "weight_decay")
+        for key in ("lr", "momentum", "dampening", "weight_decay"):
+            self._check(group, key, 0)
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("SGD: nesterov=True needs momentum > 0 and dampening = 0")
 
