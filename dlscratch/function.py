@@ -43,6 +43,12 @@ class Function:
         return type(self).__name__.lower()
 
     def __call__(self, *inputs):
+        if self.seq != -1:  # forward would overwrite what the recorded call saved for its backward
+            raise RuntimeError(
+                f"{self.name}: this {type(self).__name__} instance is already a node of a recorded graph, and a "
+                f"second call would silently break its gradients; make a new instance for each call, "
+                f"e.g. {type(self).__name__}(...)(x)"
+            )
         for x in inputs:
             if not isinstance(x, Tensor):
                 inputs = _wrap_constants(inputs)

@@ -120,6 +120,15 @@ class Tensor:
     def item(self):
         return self.data.item()
 
+    def __array__(self, dtype=None, copy=None):
+        """``numpy.asarray(tensor)``: the data of a tensor on the CPU (no copy unless asked or needed);
+        a tensor on the GPU is refused, since that would be a hidden device-to-host copy."""
+        if backend.is_gpu_array(self.data):
+            raise TypeError("numpy.asarray of a tensor on the GPU: call .numpy() to copy it to the host, or .cpu()")
+        if copy:
+            return self.data.astype(dtype or self.data.dtype, copy=True)
+        return self.data if dtype is None else self.data.astype(dtype, copy=False)
+
     def numpy(self):
         """The data as a NumPy array (copied to the host when on the GPU)."""
         return backend.to_cpu(self.data)

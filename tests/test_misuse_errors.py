@@ -133,3 +133,36 @@ def test_no_grad_changes_the_mode_only_inside_its_block_and_as_a_decorator():
     with block:
         assert dlscratch.is_grad_enabled() is False
     assert dlscratch.is_grad_enabled() is True
+
+
+def test_a_recorded_function_instance_refuses_a_second_call():
+    from dlscratch.functions.elementwise import Exp
+
+    x = dlscratch.tensor([1.0, 2.0], requires_grad=True)
+    exp = Exp()
+    y = exp(x)
+    with pytest.raises(RuntimeError, match="this Exp instance is already a node of a recorded graph"):
+        exp(x * 2)
+    y.sum().backward()
+    numpy.testing.assert_allclose(x.grad.numpy(), numpy.exp([1.0, 2.0]), rtol=1e-6)
+
+
+def test_a_function_instance_first_called_without_recording_may_be_called_again():
+    from dlscratch.functions.elementwise import Exp
+
+    x = dlscratch.tensor([0.0, 1.0], requires_grad=True)
+    exp = Exp()
+    with dlscratch.no_grad():
+        exp(x)
+    exp(x).sum().backward()
+    numpy.testing.assert_allclose(x.grad.numpy(), numpy.exp([0.0, 1.0]), rtol=1e-6)
+
+
+def test_numpy_asarray_of_a_tensor_gives_its_data():
+    t = dlscratch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    a = numpy.asarray(t)
+    assert a.dtype == numpy.float32 and a.shape == (2, 2) and numpy.shares_memory(a, t.data)
+    assert numpy.asarray(t, dtype=numpy.float64).dtype == numpy.float64
+    copied = numpy.array(t, copy=True)
+    assert not numpy.shares_memory(copied, t.data)
+    numpy.testing.assert_array_equal(numpy.stack([t, t]), numpy.stack([t.data, t.data]))
