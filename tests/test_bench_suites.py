@@ -185,10 +185,10 @@ def test_cnn_judges_dezero_measured_in_this_run_when_it_was():
     assert "2.0x faster than DeZero 0.0.13's 400 ms, measured in this run (target >= 3x faster: NOT met)" in line
 
 
-def test_cnn_falls_back_to_the_issues_dezero_constant():
+def test_cnn_falls_back_to_the_earlier_dezero_constant():
     lines = cnn.summary(keras_seconds(880), quick=False)
     assert lines[0].startswith(f"Keras CNN step: 880 ms, 2.0x slower than DeZero 0.0.13's {cnn.DEZERO_KERAS_MS:g} ms, "
-                               "a constant from the issue, not measured in this run")
+                               "an earlier 2-core measurement, not this run")
     assert lines[0].endswith("(target >= 3x faster: NOT met)")
     assert "PyTorch is not importable here" in lines[1]
 

@@ -1,6 +1,6 @@
 """Suite "cnn": one training step (forward, loss, backward, optimizer step) of two CNNs.
 
-- The classic Keras MNIST CNN at batch 128 with SGD (the issue's reference figures use SGD): conv 32
+- The classic Keras MNIST CNN at batch 128 with SGD (the reference figures use SGD): conv 32
   3x3, ReLU, conv 64 3x3, ReLU, 2x2 max pool, dropout 0.25, dense 128, ReLU, dropout 0.5, dense 10.
 - The article's small network at batch 8 with Adam: conv 10 3x3 pad 1, ReLU, 2x2 max pool, dense
   100, ReLU, dense 10.
@@ -22,8 +22,8 @@ from .timing import dezero_available, format_table, measure_interleaved, median,
 KERAS_BATCH, ARTICLE_BATCH = 128, 8
 QUICK_KERAS_BATCH, QUICK_ARTICLE_BATCH = 2, 2
 REPEAT, QUICK_REPEAT = 5, 1
-# DeZero 0.0.13's Keras CNN SGD step at batch 128 on the issue's 2-core CPU: used only when DeZero does not
-# import here, since this machine may be slower or faster than the issue's
+# DeZero 0.0.13's Keras CNN SGD step at batch 128 measured earlier on a 2-core CPU: used only when DeZero does not
+# import here, since this machine may be slower or faster than that one
 DEZERO_KERAS_MS = 440.0
 DEZERO = "DeZero 0.0.13 CPU"
 TARGET_RATIO, TARGET_VS_DEZERO = 1.5, 3.0
@@ -121,7 +121,7 @@ def run(repeat=None, quick=False):
 
 
 def summary(seconds, quick):
-    """Verdicts against the issue's targets."""
+    """Verdicts against the project's benchmark targets."""
     if quick:
         return ["quick mode: tiny batches, a smoke test, not a measurement"]
     lines = [versus_dezero(seconds)]
@@ -138,12 +138,12 @@ def summary(seconds, quick):
 
 
 def versus_dezero(seconds):
-    """The Keras CNN step against DeZero's: measured in this run where it was, else the issue's constant."""
+    """The Keras CNN step against DeZero's: measured in this run where it was, else the constant measured earlier."""
     ours = seconds["Keras CNN", "dlscratch"] * 1e3
     if ("Keras CNN", DEZERO) in seconds:
         theirs, source = seconds["Keras CNN", DEZERO] * 1e3, "measured in this run"
     else:
-        theirs, source = DEZERO_KERAS_MS, "a constant from the issue, not measured in this run (DeZero does not import)"
+        theirs, source = DEZERO_KERAS_MS, "an earlier 2-core measurement, not this run (DeZero does not import)"
     speedup = theirs / ours
     versus = f"{speedup:.1f}x faster than" if speedup >= 1 else f"{1 / speedup:.1f}x slower than"
     return (f"Keras CNN step: {ours:.0f} ms, {versus} DeZero 0.0.13's {theirs:.0f} ms, {source} "

@@ -1,6 +1,6 @@
 """Suite "conv": a 3x3 convolution's forward and forward+backward, in GFLOP/s next to the GEMM peak.
 
-The workload of the issue: conv2d 32 -> 64 channels, 3x3, padding 1, on a batch of 128 28x28 images,
+The benchmark workload: conv2d 32 -> 64 channels, 3x3, padding 1, on a batch of 128 28x28 images,
 float32. FLOPs count the three GEMM-equivalents of forward+backward (forward, dW, dx), each
 ``2*N*O*Ho*Wo*C*kh*kw``. The peak is NumPy's (or CuPy's) own matrix product measured in the same
 run, on the convolution's GEMM shape and on a large square one; the best is reported. PyTorch's
@@ -134,7 +134,7 @@ def run(repeat=None, quick=False):
 
 
 def summary(seconds, gflops, quick):
-    """Verdicts against the issue's targets."""
+    """Verdicts against the project's benchmark targets."""
     if quick:
         return ["quick mode: tiny shapes, a smoke test, not a measurement"]
     ours = gflops["dlscratch forward+backward"]

@@ -1,9 +1,9 @@
 """Suite "pool": 2x2 max pooling (forward, and forward+backward with each backward variant) and
-average pooling, on the issue's workload: (128, 32, 28, 28) float32. PyTorch rows where importable;
-a DeZero 0.0.13 max-pool forward+backward row (the issue's reference, see ``dezero_models``) where it imports.
+average pooling, on the benchmark workload: (128, 32, 28, 28) float32. PyTorch rows where importable;
+a DeZero 0.0.13 max-pool forward+backward row (the from-scratch reference, see ``dezero_models``) where it imports.
 
 The max-pool backward variants are those of ``F.max_pool2d(..., backward=...)`` (see
-``dlscratch/functions/pooling.py``): "argmax_scatter" is the article's slow original, "mask" its
+``dlscratch/functions/pooling.py``): "argmax_scatter" is the Qiita article's slow original, "mask" its
 fix, "scatter_add" the argmax with the shim's scatter-add, "offsets" the library's default.
 """
 

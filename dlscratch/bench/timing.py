@@ -133,7 +133,7 @@ def torch_available():
 
 @functools.cache
 def dezero_available():
-    """True when DeZero 0.0.13 imports (suites then measure it as the issue's reference; never a dependency)."""
+    """True when DeZero 0.0.13 imports (suites then measure it as the from-scratch reference; never a dependency)."""
     from .dezero_models import import_dezero
 
     try:

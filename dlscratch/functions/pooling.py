@@ -13,11 +13,11 @@ Max-pool backward variants (``max_pool2d(..., backward=...)``), one function eac
   over each window's rows, then over its columns (see ``MaxPool2d``), and forward keeps the
   offset of each stage's winner (1 byte each). Backward retraces the two stages: ``gy`` goes to
   the view of the winning column, then to the view of the winning row. No scatter, no atomics.
-- ``"mask"`` (the article's fix): forward keeps a 0/1 mask per offset, ``view == max``; backward
+- ``"mask"`` (the Qiita article's fix): forward keeps a 0/1 mask per offset, ``view == max``; backward
   multiplies. **Ties**: every maximal element of a window keeps a 1, so each receives the full
   gradient (a window of four equal numbers passes on four times ``gy``). PyTorch and the other
   variants give it to one maximal element only.
-- ``"argmax_scatter"`` (the article's slow original): forward keeps flat argmax indices into the
+- ``"argmax_scatter"`` (the Qiita article's slow original): forward keeps flat argmax indices into the
   padded input; backward assigns ``gx.flat[index] = gy`` by fancy indexing. Assignment drops all
   but one contribution when windows overlap, so it is only allowed for ``stride >= kernel_size``.
 - ``"scatter_add"``: the same indices, accumulated with the shim's ``scatter_add`` (correct for
