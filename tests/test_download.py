@@ -11,10 +11,10 @@ import gzip
 import http.server
 import importlib
 import struct
-import threading
 
 import numpy
 import pytest
+from local_server import serving
 
 from dlscratch.data import ChecksumError, DownloadError, download, load_mnist, mnist
 from dlscratch.data.download import md5_hex
@@ -58,15 +58,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def server(monkeypatch):
     """The base URL of a local HTTP server, e.g. ``http://127.0.0.1:43567``."""
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     Handler.requests = []
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(Handler, monkeypatch) as url:
+        yield url
 
 
 def only_file(folder):

@@ -5,11 +5,11 @@ import gzip
 import http.server
 import importlib
 import struct
-import threading
 import time
 import tracemalloc
 
 import pytest
+from local_server import serving
 
 from dlscratch.data import DownloadError, download, idx, mnist
 from dlscratch.data.idx import IDXError
@@ -38,15 +38,8 @@ class DripHandler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def drip_server(monkeypatch):
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), DripHandler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
+    with serving(DripHandler, monkeypatch) as url:
+        yield url
 
 
 def test_a_dripping_server_meets_the_deadline_of_the_whole_download(drip_server, tmp_path):
