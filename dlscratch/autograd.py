@@ -12,6 +12,8 @@ function after all functions that consumed its outputs: a topological order for 
 
 import operator
 
+from .versions import check_unchanged, latest_write
+
 
 def reachable_functions(root):
     """Every function that ``root`` (a Function) depends on, ``root`` included, newest first."""
@@ -38,18 +40,22 @@ def backward(output, grad):
             gy = _take_grad(fn.outputs[0], grads)
             if gy is None:
                 continue
+            if latest_write.stamp > fn.seq:  # something was written in place since fn ran
+                check_unchanged(fn)
             gxs = fn.backward(gy)
         else:
             gys = [_take_grad(ref, grads) for ref in fn.outputs]
             if all(gy is None for gy in gys):
                 continue
+            if latest_write.stamp > fn.seq:
+                check_unchanged(fn)
             gxs = fn.backward(*gys)
         if type(gxs) is not tuple:
             gxs = (gxs,)
         for x, gx in zip(fn.inputs, gxs):
             if gx is None or not x.requires_grad:
                 continue
-            if gx.shape != x.data.shape:
+            if gx.shape != x._data.shape:
                 raise RuntimeError(
                     f"{fn.name}.backward returned a gradient of shape {gx.shape} for an input of shape {x.shape}"
                 )

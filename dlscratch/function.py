@@ -7,23 +7,26 @@ tensors to the function. The function holds its inputs strongly and its outputs 
 reference, so a graph is freed as soon as the last tensor of it goes.
 
     class Exp(Function):
+        saves_inputs, saves_outputs = False, True   # backward reads y, not x
         def forward(self, x):
-            self.y = xp_of(x).exp(x)
+            self.y = get_array_module(x).exp(x)
             return self.y
         def backward(self, gy):
             return gy * self.y
+
+``saves_inputs`` and ``saves_outputs`` say which tensors backward reads, so that it can refuse to
+run when one was changed in place in between (see ``versions.py``).
 """
 
-import itertools
 import operator
 import weakref
 
-from . import backend
+from . import backend, dtypes
 from .grad_mode import _state
 from .tensor import Tensor, as_tensor
+from .versions import clock, counter_of, record_outputs
 
-_creation_order = itertools.count()
-_data = operator.attrgetter("data")
+_data = operator.attrgetter("_data")  # the array, without the ``data`` property's call
 
 
 class Function:
@@ -36,6 +39,10 @@ class Function:
     # a leaf may then adopt its gradient as ``.grad`` without a copy, as PyTorch's AccumulateGrad
     # does when it holds the only reference.
     fresh_grads = False
+    saves_inputs = True  # backward reads the inputs' values (False: only their shapes, or nothing)
+    saves_outputs = False  # backward reads the outputs' values
+    float_result = False  # integer inputs alone give a float result (true division, exp): float32
+    integer_inputs = ()  # positions of inputs that must stay integers (labels): see dtypes.py
 
     @property
     def name(self):
@@ -55,8 +62,17 @@ class Function:
                 break
         if backend.cupy is not None:
             _check_same_device(self, inputs)
+        arrays = list(map(_data, inputs))
+        first = arrays[0].dtype
+        for a in arrays:
+            if a.dtype is not first:  # mixed dtypes: integers take the float dtype (dtypes.py)
+                arrays = dtypes.operands(self, arrays)
+                break
+        else:
+            if self.float_result and first.kind not in "fc":
+                arrays = dtypes.operands(self, arrays)
         try:
-            ys = self.forward(*map(_data, inputs))
+            ys = self.forward(*arrays)
         except ValueError as exc:
             shapes = ", ".join(str(x.shape) for x in inputs)
             raise ValueError(f"{self.name}: {exc} (input shapes: {shapes})") from exc
@@ -67,12 +83,16 @@ class Function:
                     record = True
                     break
         if type(ys) is tuple:
-            outputs = tuple(Tensor._make(y, record) for y in ys)
-        else:
+            outputs = tuple(_output(y, record, inputs) for y in ys)
+        elif ys.base is None:  # a new array (the usual case)
             outputs = Tensor._make(ys, record)
+        else:
+            outputs = _output(ys, record, inputs)
         if record:
-            self.seq = next(_creation_order)
+            self.seq = next(clock)
             self.inputs = inputs
+            if self.saves_outputs:
+                record_outputs(self, outputs)
             if type(outputs) is tuple:
                 for out in outputs:
                     out.creator = self
@@ -92,6 +112,18 @@ class Function:
 
     def __repr__(self):
         return f"<{type(self).__name__}>"
+
+
+def _output(y, record, inputs):
+    """Array ``y`` as an output tensor; a view of an input's memory shares that input's version
+    counter, since a write through either changes both."""
+    base = y.base
+    if base is not None:
+        for x in inputs:
+            data = x._data
+            if base is data or base is data.base:
+                return Tensor._make(y, record, counter_of(x))
+    return Tensor._make(y, record)
 
 
 def _wrap_constants(inputs):

@@ -6,12 +6,14 @@ pass reaches it), ``requires_grad``, and ``creator``, the ``Function`` whose out
 walks it in reverse.
 
 Dtype policy: a tensor made from Python numbers or from a float64 array is float32 unless a
-``dtype`` is asked for; integers stay integers. Operations never promote float32 to float64.
+``dtype`` is asked for; integers stay integers. Operations never promote float32 to float64
+(the rule, PyTorch's, is in ``dtypes.py``).
 """
 
 import numpy
 
-from . import autograd, backend
+from . import autograd, backend, dtypes, inplace
+from .versions import bump, counter_of
 
 DEFAULT_FLOAT = numpy.float32
 
@@ -49,7 +51,7 @@ def as_tensor(value, like=None):
         if hasattr(value, "item"):
             value = value.item()
         xp = backend.get_array_module(like.data)
-        return Tensor._make(xp.asarray(value, dtype=xp.result_type(like.data.dtype, value)), False)
+        return Tensor._make(xp.asarray(value, dtype=dtypes.scalar_dtype(like.data.dtype, value)), False)
     if like is None:
         return Tensor(value)
     value_dtype = value.dtype if hasattr(value, "dtype") else numpy.asarray(value).dtype
@@ -61,13 +63,14 @@ def as_tensor(value, like=None):
 class Tensor:
     """A node of the computation graph holding an array. See the module docstring."""
 
-    __slots__ = ("data", "grad", "requires_grad", "creator", "retains_grad", "name", "__weakref__")
+    __slots__ = ("_data", "_version_counter", "grad", "requires_grad", "creator", "retains_grad", "name", "__weakref__")
     __array_ufunc__ = None  # make NumPy defer to Tensor's reflected operators: array + tensor -> Tensor
 
     def __init__(self, data, requires_grad=False, dtype=None, device=None, name=None):
-        self.data = _to_array(data, dtype, device)
-        if requires_grad and self.data.dtype.kind not in "fc":
-            raise TypeError(f"only floating-point tensors can require gradients, not {self.data.dtype}")
+        self._data = _to_array(data, dtype, device)
+        self._version_counter = None  # made on the first in-place write or view (versions.py)
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise TypeError(f"only floating-point tensors can require gradients, not {self._data.dtype}")
         self.grad = None
         self.requires_grad = bool(requires_grad)
         self.creator = None
@@ -75,29 +78,52 @@ class Tensor:
         self.name = name
 
     @classmethod
-    def _make(cls, data, requires_grad):
-        """Wrap an array as it is (no conversion): how functions make their outputs."""
+    def _make(cls, data, requires_grad, version_counter=None):
+        """Wrap an array as it is (no conversion): how functions make their outputs. A view of
+        another tensor's memory passes that tensor's ``version_counter``."""
         t = cls.__new__(cls)
-        t.data, t.requires_grad, t.retains_grad = data, requires_grad, False
+        t._data, t.requires_grad, t.retains_grad = data, requires_grad, False
+        t._version_counter = version_counter
         t.grad = t.creator = t.name = None
         return t
 
     # ----- what it is -----
     @property
+    def data(self):
+        """The array (NumPy or CuPy). Assigning it, or augmenting it (``p.data -= lr * g``), counts
+        as an in-place write (see ``versions.py``); writing into it (``t.data[0] = 1``) is not seen:
+        use ``copy_``, ``fill_`` or item assignment under ``no_grad()`` instead."""
+        return self._data
+
+    @data.setter
+    def data(self, array):
+        if isinstance(array, Tensor):
+            array = array._data
+        if not (isinstance(array, numpy.ndarray) or backend.is_gpu_array(array)):
+            raise TypeError(f"Tensor.data must be a NumPy or CuPy array, not {type(array).__name__}")
+        self._data = array
+        bump(self)
+
+    @property
+    def _version(self):
+        """How many in-place writes this tensor (or a view of its memory) has had: PyTorch's name."""
+        return 0 if self._version_counter is None else self._version_counter.count
+
+    @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def device(self):
-        return "gpu" if backend.is_gpu_array(self.data) else "cpu"
+        return "gpu" if backend.is_gpu_array(self._data) else "cpu"
 
     @property
     def is_leaf(self):
@@ -109,42 +135,42 @@ class Tensor:
 
     def size(self, dim=None):
         """The shape (PyTorch's name), or the length of one dimension."""
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self._data.shape if dim is None else self._data.shape[dim]
 
     def numel(self):
-        return self.data.size
+        return self._data.size
 
     def __len__(self):
-        return len(self.data)
+        return len(self._data)
 
     def item(self):
-        return self.data.item()
+        return self._data.item()
 
     def __array__(self, dtype=None, copy=None):
         """``numpy.asarray(tensor)``: the data of a tensor on the CPU (no copy unless asked or needed);
         a tensor on the GPU is refused, since that would be a hidden device-to-host copy."""
-        if backend.is_gpu_array(self.data):
+        if backend.is_gpu_array(self._data):
             raise TypeError("numpy.asarray of a tensor on the GPU: call .numpy() to copy it to the host, or .cpu()")
         if copy:
-            return self.data.astype(dtype or self.data.dtype, copy=True)
-        return self.data if dtype is None else self.data.astype(dtype, copy=False)
+            return self._data.astype(dtype or self._data.dtype, copy=True)
+        return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
     def numpy(self):
         """The data as a NumPy array (copied to the host when on the GPU)."""
-        return backend.to_cpu(self.data)
+        return backend.to_cpu(self._data)
 
     def tolist(self):
         return self.numpy().tolist()
 
     def __repr__(self):
-        data = numpy.array2string(backend.to_cpu(self.data), prefix="Tensor(", separator=", ", threshold=50)
-        parts = [f"Tensor({data}", f"dtype={self.data.dtype}", f"device={self.device}"]
+        data = numpy.array2string(backend.to_cpu(self._data), prefix="Tensor(", separator=", ", threshold=50)
+        parts = [f"Tensor({data}", f"dtype={self._data.dtype}", f"device={self.device}"]
         if self.creator is not None:
             parts.append(f"grad_fn=<{type(self.creator).__name__}>")
         elif self.requires_grad:
             parts.append("requires_grad=True")
         if self.grad is not None:
-            parts.append("grad=" + numpy.array2string(backend.to_cpu(self.grad.data), separator=", ", threshold=50))
+            parts.append("grad=" + numpy.array2string(backend.to_cpu(self.grad._data), separator=", ", threshold=50))
         return ", ".join(parts) + ")"
 
     # ----- gradients -----
@@ -160,12 +186,12 @@ class Tensor:
                 "no_grad(), or from inputs none of which has requires_grad=True?"
             )
         if grad is None:
-            if self.data.size != 1:
+            if self._data.size != 1:
                 raise RuntimeError(
                     f"backward: a gradient can only be created implicitly for a scalar output, and this "
                     f"one has shape {self.shape}; pass grad= an array of that shape (or call .sum() first)"
                 )
-            grad = backend.get_array_module(self.data).ones_like(self.data)
+            grad = backend.get_array_module(self._data).ones_like(self._data)
         else:
             grad = _to_array(grad, dtype=self.dtype, device=self.device)
             if grad.shape != self.shape:
@@ -182,9 +208,9 @@ class Tensor:
         else holds ``g``; otherwise ``.grad`` never shares ``g``'s memory.
         """
         if self.grad is None:
-            self.grad = Tensor._make(g.astype(self.data.dtype, copy=copy), False)
+            self.grad = Tensor._make(g.astype(self._data.dtype, copy=copy), False)
         else:
-            self.grad = Tensor._make((self.grad.data + g).astype(self.data.dtype, copy=False), False)
+            self.grad = Tensor._make((self.grad._data + g).astype(self._data.dtype, copy=False), False)
 
     def retain_grad(self):
         """Keep the gradient of this non-leaf tensor in ``.grad`` during backward."""
@@ -196,12 +222,16 @@ class Tensor:
         self.grad = None
 
     def detach(self):
-        """The same data, cut from the graph."""
-        return Tensor._make(self.data, False)
+        """The same data (and version counter), cut from the graph."""
+        return Tensor._make(self._data, False, counter_of(self))
+
+    def clone(self):
+        """A copy with memory of its own, in the graph (gradients flow back to this tensor)."""
+        return _fn.clone(self)
 
     def requires_grad_(self, requires_grad=True):
-        if requires_grad and self.data.dtype.kind not in "fc":
-            raise TypeError(f"only floating-point tensors can require gradients, not {self.data.dtype}")
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise TypeError(f"only floating-point tensors can require gradients, not {self._data.dtype}")
         self.requires_grad = requires_grad
         return self
 
@@ -277,36 +307,52 @@ class Tensor:
 
     # Comparisons give plain boolean arrays: they are not differentiable.
     def __lt__(self, other):
-        return self.data < _raw(other)
+        return self._data < _raw(other)
 
     def __le__(self, other):
-        return self.data <= _raw(other)
+        return self._data <= _raw(other)
 
     def __gt__(self, other):
-        return self.data > _raw(other)
+        return self._data > _raw(other)
 
     def __ge__(self, other):
-        return self.data >= _raw(other)
+        return self._data >= _raw(other)
 
     def __eq__(self, other):
-        return self.data == _raw(other)
+        return self._data == _raw(other)
 
     def __ne__(self, other):
-        return self.data != _raw(other)
+        return self._data != _raw(other)
 
     __hash__ = object.__hash__
 
     def __bool__(self):
-        return bool(self.data)
+        return bool(self._data)
 
     def __getitem__(self, index):
         return _fn.getitem(self, index)
 
+    # ----- in-place writes (not recorded in the graph; see inplace.py) -----
     def __setitem__(self, index, value):
-        raise TypeError(
-            "Tensor does not support item assignment: it would silently break the recorded graph. "
-            "Build a new tensor (e.g. with concatenate or a mask), or write to .data under no_grad()."
-        )
+        """``t[index] = value``, in place: under ``no_grad()``, or on a tensor outside any graph."""
+        inplace.setitem(self, index, value)
+
+    def copy_(self, src):
+        """Copy ``src`` (broadcast to this shape, cast to this dtype, moved to this device) in place."""
+        return inplace.copy_(self, src)
+
+    def fill_(self, value):
+        return inplace.fill_(self, value)
+
+    def zero_(self):
+        return inplace.fill_(self, 0)
+
+    def add_(self, other, alpha=1):
+        """``self += alpha * other``, in place."""
+        return inplace.add_(self, other, alpha)
+
+    def mul_(self, other):
+        return inplace.mul_(self, other)
 
     # ----- elementwise and reductions -----
     def exp(self):
@@ -346,6 +392,7 @@ class Tensor:
         ``(values, indices)`` as in PyTorch, each value's gradient going to the element at its index."""
         if dim is None:
             return _fn.amax(self)
+        dim = _fn.wrap_dim("max", dim, self.ndim)
         indices = self.argmax(dim, keepdim=True)
         where = list(backend.get_array_module(indices).indices(indices.shape, sparse=True))
         where[dim] = indices
@@ -357,8 +404,8 @@ class Tensor:
     def argmax(self, dim=None, keepdim=False):
         """Indices of the maxima (a plain integer array: not differentiable)."""
         if dim is None:
-            return self.data.argmax()
-        return self.data.argmax(axis=dim, keepdims=keepdim)
+            return self._data.argmax()
+        return self._data.argmax(axis=_fn.wrap_dim("argmax", dim, self.ndim), keepdims=keepdim)
 
     def softmax(self, dim=-1):
         return _fn.softmax(self, dim)

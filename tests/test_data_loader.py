@@ -80,17 +80,19 @@ def test_batches_shapes_dtypes_and_values():
     x, y = xy()
     batches = list(DataLoader(TensorDataset(x, y), batch_size=4))
     assert [tuple(b[0].shape) for b in batches] == [(4, 3), (4, 3), (2, 3)]
-    assert all(b[0].dtype == numpy.float32 and b[1].dtype == numpy.int64 for b in batches)
+    assert all(b[0].dtype == numpy.float32 and b[1].dtype == numpy.int32 for b in batches)
     assert all(isinstance(t, dlscratch.Tensor) and not t.requires_grad for b in batches for t in b)
     numpy.testing.assert_array_equal(batches[2][0].numpy(), x[8:].astype(numpy.float32))
     assert [b[1].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 
 
-def test_float32_stays_float32_and_unsigned_labels_become_int64():
-    x = numpy.ones((5, 2), dtype=numpy.float32)
+def test_floats_become_float32_and_integers_keep_their_dtype():
+    x = numpy.ones((5, 2), dtype=numpy.float64)
+    pixels = numpy.arange(10, dtype=numpy.uint8).reshape(5, 2)
     labels = numpy.arange(5, dtype=numpy.uint8)
-    xb, yb = next(iter(DataLoader(TensorDataset(x, labels), batch_size=5)))
-    assert xb.dtype == numpy.float32 and yb.dtype == numpy.int64 and yb.tolist() == [0, 1, 2, 3, 4]
+    xb, pb, yb = next(iter(DataLoader(TensorDataset(x, pixels, labels), batch_size=5)))
+    assert xb.dtype == numpy.float32 and pb.dtype == numpy.uint8 and yb.dtype == numpy.uint8
+    assert yb.tolist() == [0, 1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("n, batch_size, drop_last, expected", [
@@ -169,7 +171,7 @@ def test_batches_are_on_the_current_device(backend):
     for xb, yb in DataLoader(TensorDataset(x, y), batch_size=4, shuffle=True, seed=0):
         assert xb.device == yb.device == B.device()
         assert B.get_array_module(xb.data) is backend and B.get_array_module(yb.data) is backend
-        assert xb.dtype == numpy.float32 and yb.dtype == numpy.int64
+        assert xb.dtype == numpy.float32 and yb.dtype == numpy.int32  # integers keep their dtype
 
 
 @pytest.mark.gpu

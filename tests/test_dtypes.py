@@ -101,11 +101,14 @@ def test_float64_only_when_asked(backend):
     assert x.grad.dtype == np.float32  # the cast's backward returns to the input's dtype
 
 
-def test_integer_tensors_follow_numpy():
+def test_integer_tensors_follow_pytorch():
     i = dlscratch.tensor([1, 2])
-    assert (i + 1).dtype == np.int64
-    assert (i * 0.5).dtype == np.float64  # as in NumPy: an integer tensor times a float is float64
-    assert (i.astype(np.float32) * 0.5).dtype == np.float32
+    assert (i + 1).dtype == np.int64 and (i * i).dtype == np.int64 and (i**2).dtype == np.int64
+    # floats made from integers alone are float32 (NumPy would give float64)
+    for result in (i * 0.5, i / 2, i / i, i.exp(), i.log(), i.sqrt(), i.tanh(), i.sigmoid(), i.mean(), i.softmax(0)):
+        assert result.dtype == np.float32, result
+    np.testing.assert_allclose((i / 2).numpy(), [0.5, 1.0])
+    assert (i.astype(np.float64) * 0.5).dtype == np.float64
 
 
 def test_float_array_constants_join_the_graph_precision(backend):

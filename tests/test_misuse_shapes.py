@@ -124,6 +124,14 @@ OUT_OF_RANGE = {
     "transpose(0, 5)": (lambda x: x.transpose(0, 5), "transpose", -2, 1, 5),
     "transpose(-3, 0)": (lambda x: x.transpose(-3, 0), "transpose", -2, 1, -3),
     "permute(0, 5)": (lambda x: x.permute(0, 5), "permute", -2, 1, 5),
+    "sum(2)": (lambda x: x.sum(2), "sum", -2, 1, 2),
+    "sum((0, -3))": (lambda x: x.sum((0, -3)), "sum", -2, 1, -3),
+    "mean(-3)": (lambda x: x.mean(-3), "mean", -2, 1, -3),
+    "amax(2)": (lambda x: x.amax(2), "amax", -2, 1, 2),
+    "max(2)": (lambda x: x.max(2), "max", -2, 1, 2),
+    "argmax(-3)": (lambda x: x.argmax(-3), "argmax", -2, 1, -3),
+    "softmax(2)": (lambda x: x.softmax(2), "softmax", -2, 1, 2),
+    "log_softmax(-3)": (lambda x: x.log_softmax(-3), "log_softmax", -2, 1, -3),
 }
 
 
@@ -152,6 +160,9 @@ ZERO_D = {
     "transpose()": (lambda x: x.transpose(), ()),
     "transpose(0, -1)": (lambda x: x.transpose(0, -1), ()),
     "permute()": (lambda x: x.permute(), ()),
+    "sum(0)": (lambda x: x.sum(0), ()),
+    "mean(-1)": (lambda x: x.mean(-1), ()),
+    "amax(0)": (lambda x: x.amax(0), ()),
 }
 
 

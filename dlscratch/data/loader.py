@@ -6,7 +6,8 @@
 
 A batch is gathered with one vectorised index per array (``images[indices]``) when the dataset
 allows it (``batch_indexing``), else by stacking its samples one by one, and is moved to the
-device once. Floating-point arrays become float32 and integer arrays int64 (class labels).
+device once. Floating-point arrays become float32; integer arrays keep their dtype (uint8 pixels
+stay uint8 on the way, a quarter of int64's bytes, and become float32 in the first layer).
 """
 
 import numpy
@@ -91,11 +92,9 @@ def _stack(items):
 
 
 def _to_tensor(array):
-    """A batch array as a Tensor on the current device: floats as float32, integers as int64."""
+    """A batch array as a Tensor on the current device: floats as float32, integers as they are."""
     array = _as_array(array)
     if array.dtype.kind == "f":
         array = array.astype(numpy.float32, copy=False)
-    elif array.dtype.kind in "iu":
-        array = array.astype(numpy.int64, copy=False)
     array = backend.to_cpu(array) if backend.xp is numpy else backend.to_gpu(array)
     return Tensor(array)

@@ -3,7 +3,7 @@
 from .arithmetic import add, div, mul, neg, pow, sub
 from .broadcast import broadcast_to, sum_to, sum_to_shape
 from .conv import conv2d
-from .conversion import astype, to_device
+from .conversion import astype, clone, to_device
 from .dropout import dropout
 from .elementwise import abs_, exp, log, relu, sigmoid, sqrt, tanh
 from .im2col import col2im, im2col
@@ -15,14 +15,14 @@ from .lstm_layer import lstm_layer
 from .matmul import linear, matmul
 from .pooling import avg_pool2d, max_pool2d
 from .reduction import amax, mean, sum
-from .shape import flatten, permute, reshape, squeeze, transpose, unsqueeze
+from .shape import flatten, permute, reshape, squeeze, transpose, unsqueeze, wrap_dim
 from .softmax import log_softmax, softmax
 
 __all__ = [
-    "abs_", "add", "amax", "astype", "broadcast_to", "concatenate", "cross_entropy", "div", "dropout", "exp",
+    "abs_", "add", "amax", "astype", "broadcast_to", "clone", "concatenate", "cross_entropy", "div", "dropout", "exp",
     "flatten", "getitem", "linear", "log", "log_softmax", "lstm_cell", "lstm_layer", "matmul", "mean", "mse_loss",
     "mul",
     "neg", "permute", "pow", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "stack",
-    "sub", "sum", "sum_to", "sum_to_shape", "tanh", "to_device", "transpose", "unsqueeze",
+    "sub", "sum", "sum_to", "sum_to_shape", "tanh", "to_device", "transpose", "unsqueeze", "wrap_dim",
     "avg_pool2d", "col2im", "conv2d", "im2col", "max_pool2d",
 ]

@@ -6,6 +6,8 @@ from .broadcast import sum_to
 
 
 class Add(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def forward(self, a, b):
         self.a_shape, self.b_shape = a.shape, b.shape
         return a + b
@@ -19,6 +21,8 @@ class Add(Function):
 
 
 class Sub(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def forward(self, a, b):
         self.a_shape, self.b_shape = a.shape, b.shape
         return a - b
@@ -45,6 +49,8 @@ class Mul(Function):
 
 
 class Div(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+
     def forward(self, a, b):
         self.a, self.b = a, b
         return a / b
@@ -59,6 +65,8 @@ class Div(Function):
 
 
 class Neg(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def forward(self, x):
         return -x
 
@@ -68,6 +76,8 @@ class Neg(Function):
 
 class Pow(Function):
     """``x ** p``; the gradient for the exponent is computed only when it requires grad."""
+
+    saves_outputs = True  # backward reads the output too
 
     def forward(self, x, p):
         self.x, self.p = x, p

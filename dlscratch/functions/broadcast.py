@@ -35,6 +35,8 @@ def _expandable(shape, to):
 
 
 class BroadcastTo(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     name = "broadcast_to"
 
     def __init__(self, shape):
@@ -49,6 +51,8 @@ class BroadcastTo(Function):
 
 
 class SumTo(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     name = "sum_to_shape"
 
     def __init__(self, shape):

@@ -182,8 +182,9 @@ def _check(x, weight, bias):
             f"expected ({weight.shape[0]},)"
         )
     arrays = {"input": x, "weight": weight, "bias": bias}
-    dtypes = {a.dtype for a in arrays.values() if a is not None}
-    if len(dtypes) > 1 or dtypes.pop().kind != "f":
+    floats = {a.dtype for a in arrays.values() if a is not None and a.dtype.kind == "f"}
+    # an integer input (uint8 pixels) is converted to the weight's dtype (dtypes.py); floats must agree
+    if len(floats) != 1 or weight.dtype.kind != "f" or (bias is not None and bias.dtype.kind != "f"):
         got = ", ".join(f"{name} {a.dtype}" for name, a in arrays.items() if a is not None)
         raise TypeError(f"conv2d: input, weight and bias must share one floating-point dtype, got {got}; use .astype()")
 

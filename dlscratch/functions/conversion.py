@@ -1,4 +1,4 @@
-"""Conversions that stay in the graph: a change of dtype and a move between CPU and GPU."""
+"""Conversions that stay in the graph: a change of dtype, a move between CPU and GPU, a copy."""
 
 from .. import backend
 from ..function import Function
@@ -6,6 +6,8 @@ from ..function import Function
 
 class Cast(Function):
     """Change the dtype; the gradient is cast back to the input's dtype."""
+
+    saves_inputs = False  # backward does not read the inputs' values
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -21,6 +23,8 @@ class Cast(Function):
 class ToDevice(Function):
     """Copy to ``"cpu"`` or ``"gpu"``; the gradient travels back to where the input was."""
 
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, device):
         self.device = device
 
@@ -32,9 +36,25 @@ class ToDevice(Function):
         return backend.to_gpu(gy) if self.x_on_gpu else backend.to_cpu(gy)
 
 
+class Clone(Function):
+    """A copy with memory of its own (safe to change in place); the gradient passes through."""
+
+    saves_inputs = False  # backward does not read the inputs' values
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, gy):
+        return gy
+
+
 def astype(x, dtype):
     return Cast(dtype)(x)
 
 
 def to_device(x, device):
     return ToDevice(device)(x)
+
+
+def clone(x):
+    return Clone()(x)

@@ -19,6 +19,8 @@ class Dropout(Function):
     CNN's (128, 64, 12, 12) activations). ``Flatten`` then takes a batch-last input as a view.
     """
 
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, p):
         self.p = p
 

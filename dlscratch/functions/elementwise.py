@@ -5,6 +5,9 @@ from ..function import Function
 
 
 class Exp(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+    saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
+
     def forward(self, x):
         self.y = get_array_module(x).exp(x)
         return self.y
@@ -14,6 +17,8 @@ class Exp(Function):
 
 
 class Log(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+
     def forward(self, x):
         self.x = x
         return get_array_module(x).log(x)
@@ -23,6 +28,9 @@ class Log(Function):
 
 
 class Sqrt(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+    saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
+
     def forward(self, x):
         self.y = get_array_module(x).sqrt(x)
         return self.y
@@ -43,6 +51,9 @@ class Abs(Function):
 
 
 class Tanh(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+    saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
+
     def forward(self, x):
         self.y = get_array_module(x).tanh(x)
         return self.y
@@ -58,6 +69,9 @@ class Sigmoid(Function):
     For x < 0 it uses the equal form ``exp(x) / (1 + exp(x))``, which keeps tiny values exact.
     """
 
+    float_result = True  # integers in, float32 out (dtypes.py)
+    saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
+
     def forward(self, x):
         xp = get_array_module(x)
         e = xp.exp(-abs(x))
@@ -71,6 +85,8 @@ class Sigmoid(Function):
 
 class ReLU(Function):
     """``max(x, 0)``; the gradient at 0 is taken as 0."""
+
+    saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
 
     def forward(self, x):
         self.y = get_array_module(x).maximum(x, 0)

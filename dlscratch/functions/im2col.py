@@ -320,6 +320,8 @@ def _check_cols(shape, g):
 
 
 class Im2col(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, g, method):
         self.g, self.method = g, method
 
@@ -331,6 +333,8 @@ class Im2col(Function):
 
 
 class Col2im(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, g, method):
         self.g, self.method = g, method
 

@@ -14,6 +14,8 @@ class GetItem(Function):
     """Basic indices select each element at most once, so backward assigns; integer arrays
     may repeat an element, so backward adds with the shim's ``scatter_add``."""
 
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, index):
         self.index = index
 
@@ -46,6 +48,8 @@ class TakeRows(Function):
     """``x[rows]`` for a 1-D integer array ``rows`` without repeats: the backward puts the rows back
     by assignment, not by the scatter-add that repeated indices would need (much slower on NumPy)."""
 
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, rows):
         self.rows = rows
 
@@ -60,6 +64,8 @@ class TakeRows(Function):
 class PutRows(Function):
     """A new array of ``n_rows`` rows, ``fill`` everywhere except ``out[rows] = x`` (``rows`` without
     repeats); the inverse of ``TakeRows``."""
+
+    saves_inputs = False  # backward does not read the inputs' values
 
     def __init__(self, rows, n_rows, fill=0.0):
         self.rows, self.n_rows, self.fill = rows, n_rows, fill

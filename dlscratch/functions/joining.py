@@ -5,6 +5,8 @@ from ..function import Function
 
 
 class Concatenate(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, axis=0):
         self.axis = axis
 
@@ -23,6 +25,8 @@ class Concatenate(Function):
 
 
 class Stack(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, axis=0):
         self.axis = axis
 

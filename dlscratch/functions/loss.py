@@ -18,6 +18,7 @@ class CrossEntropy(Function):
     One node for log-softmax and the pick: its backward is ``softmax - one_hot(labels)``.
     """
 
+    integer_inputs = (1,)  # the labels stay integers
     name = "cross_entropy"
 
     def __init__(self, reduction="mean"):
@@ -58,6 +59,9 @@ class CrossEntropy(Function):
 
 class MSELoss(Function):
     """``(input - target) ** 2`` averaged (or summed) over all elements."""
+
+    saves_inputs = False  # backward does not read the inputs' values
+
 
     name = "mse_loss"
 

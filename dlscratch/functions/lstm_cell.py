@@ -19,6 +19,9 @@ class LSTMCell(Function):
     ``b_ih, b_hh: (4H,)`` if ``bias`` and the peepholes ``p_i, p_f, p_o: (H,)`` if ``peephole``.
     Outputs ``(h', c')``, each ``(N, H)``."""
 
+    saves_outputs = True  # backward reads the output too
+
+
     name = "lstm_cell"
     fresh_grads = True
 

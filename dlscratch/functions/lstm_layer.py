@@ -34,6 +34,9 @@ class LSTMLayer(Function):
     ``W_ih: (4H, I)``, ``W_hh: (4H, H)`` and, if ``bias``, ``b_ih, b_hh: (4H,)``.
     Outputs ``y: (R, H)`` (the hidden state at every packed row), ``h_n, c_n: (N, H)``."""
 
+    saves_outputs = True  # backward reads the output too
+
+
     name = "lstm"
     fresh_grads = True
 

@@ -216,6 +216,8 @@ class MaxPool2d(Function):
     the data before the strided second stage; each stage keeps the offset of its winner.
     """
 
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, g, how):
         self.g, self.how = g, how
 
@@ -246,6 +248,8 @@ class MaxPool2d(Function):
 
 class AvgPool2d(Function):
     """x: (N, C, H, W) -> (N, C, Ho, Wo), the mean of each zero-padded window (separable, like the max)."""
+
+    saves_inputs = False  # backward does not read the inputs' values
 
     def __init__(self, g):
         self.g = g

@@ -2,21 +2,19 @@
 
 from ..backend import get_array_module
 from ..function import Function
+from .shape import wrap_dim
 
 
-def normalize_axes(axis, ndim):
-    """``axis`` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes."""
+def normalize_axes(axis, ndim, op):
+    """``axis`` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes;
+    ``IndexError`` naming ``op`` for an axis out of range, as in PyTorch."""
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of range for a tensor of {ndim} dimensions")
-        out.append(a % ndim)
+    out = [wrap_dim(op, a, ndim) for a in axes]
     if len(set(out)) != len(out):
         raise ValueError(f"repeated axis in {axis}")
-    return tuple(sorted(out))
+    return () if ndim == 0 else tuple(sorted(out))  # a 0-d tensor takes dim 0 or -1 and has nothing to reduce
 
 
 def _expand_like(gy, x_shape, axes, keepdims):
@@ -28,12 +26,14 @@ def _expand_like(gy, x_shape, axes, keepdims):
 
 
 class Sum(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, axis=None, keepdims=False):
         self.axis, self.keepdims = axis, keepdims
 
     def forward(self, x):
         self.x_shape = x.shape
-        self.axes = normalize_axes(self.axis, x.ndim)
+        self.axes = normalize_axes(self.axis, x.ndim, self.name)
         return x.sum(axis=self.axes, keepdims=self.keepdims)
 
     def backward(self, gy):
@@ -42,12 +42,15 @@ class Sum(Function):
 
 
 class Mean(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, axis=None, keepdims=False):
         self.axis, self.keepdims = axis, keepdims
 
     def forward(self, x):
         self.x_shape = x.shape
-        self.axes = normalize_axes(self.axis, x.ndim)
+        self.axes = normalize_axes(self.axis, x.ndim, self.name)
         self.count = 1
         for a in self.axes:
             self.count *= x.shape[a]
@@ -62,6 +65,9 @@ class Max(Function):
     """Maximum over ``axis`` (int, tuple, or all elements when None). With ties, the gradient is
     split evenly among the tied maxima (as PyTorch's ``amax`` and ``max()`` do)."""
 
+    saves_inputs = False  # backward does not read the inputs' values
+
+
     name = "amax"
 
     def __init__(self, axis=None, keepdims=False):
@@ -69,7 +75,7 @@ class Max(Function):
 
     def forward(self, x):
         self.x_shape = x.shape
-        self.axes = normalize_axes(self.axis, x.ndim)
+        self.axes = normalize_axes(self.axis, x.ndim, self.name)
         empty = [a for a in self.axes if x.shape[a] == 0]
         if empty:
             raise ValueError(

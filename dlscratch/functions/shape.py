@@ -13,6 +13,8 @@ def wrap_dim(op, dim, ndim):
 
 
 class Reshape(Function):
+    saves_inputs = False  # backward does not read the inputs' values
+
     def __init__(self, shape):
         self.shape = tuple(shape)
 
@@ -29,6 +31,8 @@ class Reshape(Function):
 
 class Permute(Function):
     """Reorder dimensions: output dimension i is input dimension ``dims[i]``."""
+
+    saves_inputs = False  # backward does not read the inputs' values
 
     def __init__(self, dims):
         self.dims = tuple(dims)

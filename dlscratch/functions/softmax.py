@@ -2,9 +2,13 @@
 
 from ..backend import get_array_module
 from ..function import Function
+from .shape import wrap_dim
 
 
 class Softmax(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+    saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
+
     def __init__(self, axis=-1):
         self.axis = axis
 
@@ -27,6 +31,9 @@ def log_softmax_array(x, axis=-1):
 
 
 class LogSoftmax(Function):
+    float_result = True  # integers in, float32 out (dtypes.py)
+    saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
+
     name = "log_softmax"
 
     def __init__(self, axis=-1):
@@ -42,8 +49,8 @@ class LogSoftmax(Function):
 
 
 def softmax(x, axis=-1):
-    return Softmax(axis)(x)
+    return Softmax(wrap_dim("softmax", axis, x.ndim))(x)
 
 
 def log_softmax(x, axis=-1):
-    return LogSoftmax(axis)(x)
+    return LogSoftmax(wrap_dim("log_softmax", axis, x.ndim))(x)

@@ -15,6 +15,7 @@ import numpy
 
 from ..backend import get_array_module
 from ..creation import generator
+from ..grad_mode import no_grad
 from ..tensor import Tensor
 
 
@@ -67,29 +68,35 @@ def _random(tensor, draw):
     return draw(generator(get_array_module(tensor.data)), tensor.shape, dtype)
 
 
+def _write(tensor, values):
+    """Overwrite in place as a counted write (see ``versions.py``); not part of any graph."""
+    with no_grad():
+        tensor.copy_(values)
+
+
 def uniform_(tensor, a=0.0, b=1.0):
     """Fill with samples of the uniform distribution on ``[a, b)``."""
     u = _random(tensor, lambda rng, shape, dtype: rng.random(shape, dtype=dtype))
-    tensor.data[...] = a + (b - a) * u
+    _write(tensor, a + (b - a) * u)
     return tensor
 
 
 def normal_(tensor, mean=0.0, std=1.0):
     """Fill with samples of the normal distribution ``N(mean, std**2)``."""
     z = _random(tensor, lambda rng, shape, dtype: rng.standard_normal(shape, dtype=dtype))
-    tensor.data[...] = mean + std * z
+    _write(tensor, mean + std * z)
     return tensor
 
 
 def zeros_(tensor):
     _check(tensor)
-    tensor.data.fill(0)
+    _write(tensor, 0)
     return tensor
 
 
 def ones_(tensor):
     _check(tensor)
-    tensor.data.fill(1)
+    _write(tensor, 1)
     return tensor
 
 

@@ -21,6 +21,7 @@ from collections import OrderedDict, namedtuple
 import numpy
 
 from .. import backend
+from ..grad_mode import no_grad
 from ..tensor import Tensor
 
 
@@ -264,8 +265,9 @@ class Module:
                 + "\n(check that the model is built with the same layers and sizes as the saved one"
                 + ("; strict=False skips missing and unexpected keys)" if strict else ")")
             )
-        for key, value in values.items():
-            own[key].data[...] = value
+        with no_grad():
+            for key, value in values.items():
+                own[key].copy_(value)
         return IncompatibleKeys(missing, unexpected)
 
     # ----- calling and printing -----

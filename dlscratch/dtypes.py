@@ -1,0 +1,55 @@
+"""Which dtype an operation computes in: one rule, PyTorch's, applied by ``Function.__call__``.
+
+NumPy widens ``float32 + int64`` to float64 (an int64 does not fit a float32's 24-bit mantissa).
+A network fed integer data (uint8 pixels, int64 positions) would then run in float64, twice as
+slow, with nothing to say so. PyTorch's rule, which dlscratch follows:
+
+1. Floating-point operands decide. When an operation mixes floating-point operands with integer
+   or bool ones (tensors, arrays, lists), the integers are converted to the floating dtype (the
+   widest present): ``float32 + int64 -> float32``, a Linear layer fed uint8 runs in float32.
+2. Python and NumPy scalars never widen a tensor: ``x * 2.0`` and ``x * numpy.float64(2)`` stay
+   float32; an integer tensor times ``0.5`` is float32 (NumPy 2 would say float64).
+3. Where floats come out of integers alone (``ints / 2``, ``ints.exp()``, ``ints.mean()``), they
+   are float32. So float64 appears only when asked for (a float64 tensor, ``.double()``).
+
+Integer inputs that an operation needs as integers (class labels, indices) are exempt: a
+function lists their positions in ``integer_inputs``.
+"""
+
+import numpy
+
+DEFAULT_FLOAT = numpy.dtype(numpy.float32)
+
+
+def is_float(dtype):
+    return dtype.kind in "fc"
+
+
+def operands(fn, arrays):
+    """``arrays``, the inputs of ``fn``, converted as the rule says (unchanged in the usual case,
+    where they all share one floating dtype)."""
+    first = arrays[0].dtype
+    for a in arrays:
+        if a.dtype is not first:
+            break
+    else:  # one dtype for all
+        if fn.float_result and not is_float(first):
+            return [a.astype(DEFAULT_FLOAT) for a in arrays]  # rule 3
+        return arrays
+    keep = fn.integer_inputs
+    floats = [a.dtype for i, a in enumerate(arrays) if is_float(a.dtype) and i not in keep]
+    if not floats:
+        target = DEFAULT_FLOAT if fn.float_result else None
+    else:
+        target = numpy.result_type(*floats)
+    if target is None:
+        return arrays
+    return [a if is_float(a.dtype) or i in keep else a.astype(target) for i, a in enumerate(arrays)]
+
+
+def scalar_dtype(tensor_dtype, value):
+    """The dtype of a scalar constant beside a tensor of ``tensor_dtype`` (rule 2): the tensor's,
+    unless the scalar's kind does not fit (a float beside integers: float32; a complex...)."""
+    if not is_float(tensor_dtype) and isinstance(value, (float, numpy.floating)):
+        return DEFAULT_FLOAT
+    return numpy.result_type(tensor_dtype, value)

@@ -1,0 +1,127 @@
+"""In-place writes: change a tensor's memory, safely, and count the change.
+
+``t[index] = value``, ``t.copy_(src)``, ``t.fill_(v)``, ``t.zero_()``, ``t.add_(other, alpha)`` and
+``t.mul_(other)`` write into ``t``'s array and add one to its version counter, so that a graph
+that saved ``t`` refuses to backward through the stale value (see ``versions.py``).
+
+They are not recorded in the graph, so, as in PyTorch, they are refused while gradients are
+being recorded on a tensor that takes part in one: a leaf that requires grad (write to it under
+``no_grad()``, as optimizers and initialisers do), a tensor computed in a recorded graph, or a
+value that requires grad (no gradient would reach it). On plain data tensors they always work.
+"""
+
+import numpy
+
+from . import backend
+from .grad_mode import _state
+from .versions import bump
+
+
+def setitem(t, index, value):
+    """``t[index] = value``: NumPy's indexing and broadcasting, cast to ``t``'s dtype."""
+    _check_writable(t, "item assignment", value)
+    index = _raw_index(index)
+    try:
+        t.data[index] = _array_like(t, value)
+    except ValueError as exc:
+        raise ValueError(f"item assignment into a tensor of shape {t.shape}: {exc}") from exc
+    bump(t)
+
+
+def copy_(t, src):
+    """Copy ``src`` into ``t``: broadcast to ``t``'s shape, cast to its dtype, moved to its device."""
+    _check_writable(t, "copy_", src)
+    src = _array_like(t, src)
+    try:
+        backend.get_array_module(t.data).copyto(t.data, src, casting="unsafe")
+    except ValueError as exc:
+        raise ValueError(
+            f"copy_: a source of shape {numpy.shape(src)} cannot be broadcast to this tensor's shape {t.shape}"
+        ) from exc
+    bump(t)
+    return t
+
+
+def fill_(t, value):
+    """Set every element to the number ``value``."""
+    _check_writable(t, "fill_", value)
+    if not numpy.isscalar(value) and getattr(value, "ndim", None) != 0:
+        raise TypeError(f"fill_: the value must be a number, not {type(value).__name__} (use copy_ for arrays)")
+    t.data.fill(value.item() if hasattr(value, "item") else value)
+    bump(t)
+    return t
+
+
+def add_(t, other, alpha=1):
+    """``t += alpha * other``; ``other`` must broadcast to ``t``'s shape."""
+    return _update(t, other, "add_", lambda xp, out, o: xp.add(out, o if alpha == 1 else o * alpha, out=out))
+
+
+def mul_(t, other):
+    """``t *= other``; ``other`` must broadcast to ``t``'s shape."""
+    return _update(t, other, "mul_", lambda xp, out, o: xp.multiply(out, o, out=out))
+
+
+def _update(t, other, op, apply):
+    _check_writable(t, op, other)
+    other = _array_like(t, other, cast=False)
+    try:
+        apply(backend.get_array_module(t.data), t.data, other)
+    except ValueError as exc:
+        raise ValueError(
+            f"{op}: an operand of shape {numpy.shape(other)} cannot be broadcast to this tensor's shape {t.shape}"
+        ) from exc
+    except TypeError as exc:  # NumPy's casting error: a float into an integer tensor, say
+        raise TypeError(f"{op}: {exc}") from exc
+    bump(t)
+    return t
+
+
+def _check_writable(t, op, value):
+    if not _state.enabled:
+        return
+    from .tensor import Tensor
+
+    if t.requires_grad and t.creator is None:
+        raise RuntimeError(
+            f"{op}: this tensor (shape {t.shape}) is a leaf that requires grad, and an in-place change while "
+            "gradients are recorded would not be in the graph. Change it under `with dlscratch.no_grad():`, "
+            "as optimizers and initialisers do."
+        )
+    if t.creator is not None:
+        raise RuntimeError(
+            f"{op}: this tensor (shape {t.shape}) was computed by {t.creator.name} in a recorded graph, and "
+            "in-place changes are not recorded, so gradients through it would be wrong. Compute a new tensor "
+            "instead, or change it under no_grad() if no gradient will flow through it."
+        )
+    if isinstance(value, Tensor) and value.requires_grad:
+        raise RuntimeError(
+            f"{op}: the value requires grad, but in-place writes are not recorded, so no gradient would reach "
+            "it. Build the result out of place (e.g. with concatenate, stack or a mask), or pass value.detach()."
+        )
+
+
+def _array_like(t, value, cast=True):
+    """``value`` as an array (or number) on ``t``'s device; arrays cast to ``t``'s dtype if ``cast``."""
+    from .tensor import Tensor
+
+    if isinstance(value, Tensor):
+        value = value.data
+    if numpy.isscalar(value):
+        return value
+    on_gpu = backend.is_gpu_array(t.data)
+    if on_gpu != backend.is_gpu_array(value):
+        value = backend.to_gpu(value) if on_gpu else backend.to_cpu(value)
+    value = backend.get_array_module(t.data).asarray(value)
+    return value.astype(t.dtype, copy=False) if cast else value
+
+
+def _raw_index(index):
+    """Tensors inside an index (masks, integer positions) as their arrays."""
+    from .tensor import Tensor
+
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, tuple):
+        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+    return index

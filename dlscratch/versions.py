@@ -1,0 +1,103 @@
+"""Version counters: how a graph notices that a tensor it saved was changed in place.
+
+A backward pass reads arrays that the forward pass saved: ``Mul`` keeps both factors, ``Exp``
+its output, ``Linear`` its input and weight. If one of them is overwritten between the forward
+and the backward (an optimizer step, ``w.data -= ...``, ``x.fill_(0)``), the backward computes
+gradients of a function that was never evaluated, and nothing looks wrong. PyTorch guards
+against this with a version counter per tensor; so does dlscratch:
+
+- every tensor has a counter; views of a tensor (reshape, transpose, indexing, ``detach()``)
+  share it, since a write through either changes both;
+- every in-place write through the library adds one: ``copy_``, ``fill_``, ``zero_``, ``add_``,
+  ``mul_``, item assignment, assigning or augmenting ``.data`` (``p.data -= lr * g``), the
+  optimizers' updates, the initialisers and ``load_state_dict``;
+- backward refuses to run a function if a tensor its backward reads (its inputs, unless
+  ``saves_inputs = False``; its outputs, if ``saves_outputs = True``) was written after the
+  function was recorded.
+
+Not seen: writes into the array itself (``t.data[0] = 1``, ``numpy.copyto(t.data, ...)``),
+exactly as PyTorch's ``.data`` is not seen. The library never writes that way.
+"""
+
+
+import itertools
+
+#: One clock for the whole process: recorded functions take their ``seq`` from it, in-place writes
+#: their time stamp, so "written after ``fn`` was recorded" is ``last_write > fn.seq``, and recording
+#: a function costs nothing extra.
+clock = itertools.count()
+
+
+class _LatestWrite:
+    __slots__ = ("stamp",)
+
+
+#: When the last in-place write of any tensor happened: backward skips the per-function check
+#: of a graph recorded after it (the usual case: the optimizer wrote before the forward pass).
+latest_write = _LatestWrite()
+latest_write.stamp = -1
+
+
+class VersionCounter:
+    """The in-place writes a tensor's memory has had (``count``) and when the last one happened;
+    shared by a tensor and its views. Made on first need: a tensor never written nor viewed has none."""
+
+    __slots__ = ("count", "last_write")
+
+    def __init__(self):
+        self.count, self.last_write = 0, -1
+
+    def bump(self):
+        self.count += 1
+        self.last_write = latest_write.stamp = next(clock)
+
+    def __repr__(self):
+        return f"VersionCounter(count={self.count})"
+
+
+def counter_of(t):
+    """``t``'s version counter, made now if it has none yet."""
+    if t._version_counter is None:
+        t._version_counter = VersionCounter()
+    return t._version_counter
+
+
+def bump(t):
+    """Count one in-place write into ``t``'s memory."""
+    counter_of(t).bump()
+
+
+def record_outputs(fn, outputs):
+    """For a function whose backward reads its outputs: keep their counters (the outputs
+    themselves are only weakly held)."""
+    outs = outputs if type(outputs) is tuple else (outputs,)
+    fn.output_counters = [(counter_of(out), out.shape) for out in outs]
+
+
+def check_unchanged(fn):
+    """Raise ``RuntimeError`` if a tensor that ``fn``'s backward reads was written in place after
+    ``fn`` ran (called by backward just before ``fn.backward``)."""
+    if fn.saves_inputs:
+        for i, x in enumerate(fn.inputs):
+            counter = x._version_counter
+            if counter is not None and counter.last_write > fn.seq:
+                _raise(fn, f"its input {i} ({_describe(x)})", counter.count)
+    if fn.saves_outputs:
+        for i, (counter, shape) in enumerate(fn.output_counters):
+            if counter.last_write > fn.seq:
+                _raise(fn, f"its output {i} (shape {shape})", counter.count)
+
+
+def _describe(x):
+    named = f" {x.name!r}" if x.name else ""
+    return f"{type(x).__name__}{named} of shape {x.shape}, {x.dtype}"
+
+
+def _raise(fn, what, count):
+    raise RuntimeError(
+        f"backward through {fn.name}: {what} was changed in place after {fn.name} used it (it is now at "
+        f"version {count}), so its gradient would be computed from values {fn.name} never saw. "
+        "Typical causes: optimizer.step() or a write to .data between the forward pass and a second "
+        "backward(), or fill_/copy_/item assignment on a tensor the graph still needs. Run the forward "
+        "pass again after changing the tensor, or change a copy (x.clone()) instead."
+    )
