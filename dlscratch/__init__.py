@@ -26,10 +26,17 @@ float64 = backend.numpy.float64
 int64 = backend.numpy.int64
 
 # last, as in torch/__init__.py: data's modules import creation, which must find tensor loaded above
-from . import data, nn, optim  # noqa: E402
+from . import (  # noqa: E402
+    data,
+    fast,  # noqa: E402,F401  (registers the fast path's implementations; see paths.py)
+    nn,
+    optim,
+)
+from .paths import fast_path_enabled, reference  # noqa: E402
 
 __all__ = [
     "Function", "GradcheckError", "GradcheckReport", "Tensor", "arange", "backend", "data", "enable_grad",
+    "fast_path_enabled", "reference",
     "float32", "float64", "functional", "generator", "gradcheck", "int64", "is_grad_enabled", "load", "manual_seed",
     "memory", "nn", "no_grad", "ones", "ones_like", "rand", "randint", "randn", "save", "optim", "set_grad_enabled",
     "tensor", "training", "zeros", "zeros_like",

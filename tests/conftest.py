@@ -1,4 +1,4 @@
-"""Shared test setup: Hypothesis profiles and the ``backend`` fixture.
+"""Shared test setup: Hypothesis profiles and the ``backend``, ``path`` and ``fast_path`` fixtures.
 
 Hypothesis runs the "dev" profile by default; CI sets ``HYPOTHESIS_PROFILE=ci`` for a
 derandomized, deadline-free run with few examples (the same examples on every run).
@@ -7,6 +7,10 @@ The ``backend`` fixture runs one test body on NumPy and, where a GPU is usable, 
 
     def test_add(backend):        # backend is the array module: numpy or cupy
         x = dlscratch.tensor(backend.ones(3))
+
+The ``path`` fixture runs one test body on the reference path and on the fast path
+(``dlscratch.paths``); ``fast_path`` runs a test of a fast-only variant on the fast path even when
+the whole suite runs on the reference path (``DLSCRATCH_REFERENCE=1``).
 """
 
 import os
@@ -15,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from dlscratch import backend as dl_backend
+from dlscratch import paths
 
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
@@ -36,3 +41,23 @@ def backend(request):
     finally:
         dl_backend.use("numpy")
 
+
+
+def _run_on(fast):
+    previous, paths._state.fast = paths._state.fast, fast
+    try:
+        yield "fast" if fast else "reference"
+    finally:
+        paths._state.fast = previous
+
+
+@pytest.fixture(params=["reference", "fast"])
+def path(request):
+    """Run the test on the reference path, then on the fast path; yield the path's name."""
+    yield from _run_on(request.param == "fast")
+
+
+@pytest.fixture
+def fast_path():
+    """Run the test on the fast path (for tests of fast-only variants and tricks)."""
+    yield from _run_on(True)

@@ -36,6 +36,7 @@ def test_conv_quick_table(backend, capsys):
     names = [row[0] for row in rows]
     assert names[:2] == ["GEMM (8, 36) @ (36, 576)", "GEMM 512^3"]
     assert "dlscratch forward" in names and "dlscratch forward+backward" in names
+    assert "dlscratch reference path forward" in names and "dlscratch reference path forward+backward" in names
     assert not any(name.startswith("PyTorch") for name in names)
     assert all(positive(row[1]) and positive(row[2]) for row in rows)
     table = {row[0]: row for row in rows}
@@ -59,8 +60,10 @@ def test_pool_quick_table(backend):
     assert headers == pool.HEADERS
     names = [row[0] for row in rows]
     assert names[0] == "dlscratch max forward"
-    assert sum("max forward+backward" in n for n in names) == 4
+    assert sum(n.startswith("dlscratch max forward+backward") for n in names) == 4  # the fast path's variants
     assert sum("(default)" in n for n in names) == 1
+    assert "dlscratch reference path max forward+backward" in names  # what the variants are measured against
+    assert "dlscratch reference path avg forward+backward" in names
     assert all(positive(row[1]) and row[2] == "-" for row in rows)
 
 

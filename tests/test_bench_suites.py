@@ -14,7 +14,7 @@ import pytest
 
 from dlscratch.bench import SUITES, cnn, conv, dezero_models, load_suite, lstm, mlp, pool, timing
 from dlscratch.bench.__main__ import main
-from dlscratch.functions.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS
+from dlscratch.fast.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS
 
 # suite -> (module, expected headers, index of the time column, index of the "x PyTorch" column)
 CONTRACT = {

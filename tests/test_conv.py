@@ -1,14 +1,19 @@
 """conv2d: the seminar's worked example, a direct loop convolution, gradient checks, layouts,
 every im2col method, and the error messages."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
-from dlscratch.functions import conv as conv_module
-from dlscratch.functions.im2col import col2im_array
+from dlscratch import paths
+from dlscratch.fast import conv as conv_module
+from dlscratch.fast.im2col import col2im_array
+
+pytestmark = pytest.mark.usefixtures("path")  # every test on the reference path and on the fast path
 
 SEMINAR_X = [[1, 1, 2, 0], [0, 2, 1, 3], [2, 0, 1, 2], [3, 2, 0, 1]]
 SEMINAR_W = [[2, 0, 1], [0, 2, 1], [1, 0, 1]]
@@ -50,11 +55,12 @@ def test_seminar_worked_example():
     assert F.conv2d(x, w, dlscratch.tensor([3.0])).data[0, 0].tolist() == [[15, 12], [8, 17]]
 
 
-@pytest.mark.parametrize("method", ["loops", "slices", "strided"])
+@pytest.mark.parametrize("method", [None, "loops", "slices", "strided"])
 @pytest.mark.parametrize("x_shape, w_shape, stride, padding", CASES)
 def test_conv2d_equals_the_loop_definition(method, x_shape, w_shape, stride, padding):
     x, w, b = random(x_shape, 0), random(w_shape, 1), random(w_shape[:1], 2)
-    y = F.conv2d(x, w, b, stride, padding, method=method)
+    with paths.fast() if method else contextlib.nullcontext():  # a method is a fast-path variant
+        y = F.conv2d(x, w, b, stride, padding, method=method)
     assert y.dtype == np.float32
     np.testing.assert_allclose(y.data, conv_reference(x, w, b, stride, padding), rtol=1e-5, atol=1e-5)
 
@@ -69,7 +75,8 @@ def test_conv2d_gradcheck(x_shape, w_shape, stride, padding):
 
 def test_conv2d_gradcheck_without_bias_and_with_the_strided_method():
     x, w = dlscratch.tensor(random((1, 2, 5, 6), 6)), dlscratch.tensor(random((3, 2, 2, 3), 7))
-    dlscratch.gradcheck(lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=1, method="strided"), x, w)
+    with paths.fast():
+        dlscratch.gradcheck(lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=1, method="strided"), x, w)
 
 
 def test_gradients_agree_with_the_definition_in_float32():
@@ -109,7 +116,7 @@ def test_two_convolutions_in_a_row_keep_working_on_the_batch_last_layout():
 
 
 @pytest.mark.parametrize("x_shape, w_shape, stride, padding", CASES)
-def test_input_gradient_in_bands_of_one_output_row(monkeypatch, x_shape, w_shape, stride, padding):
+def test_input_gradient_in_bands_of_one_output_row(fast_path, monkeypatch, x_shape, w_shape, stride, padding):
     monkeypatch.setattr(conv_module, "BAND_NUMBERS", 1)  # one output row per band
     x = dlscratch.tensor(random(x_shape, 25), requires_grad=True)
     w = random(w_shape, 26)
@@ -121,7 +128,7 @@ def test_input_gradient_in_bands_of_one_output_row(monkeypatch, x_shape, w_shape
     np.testing.assert_allclose(x.grad.data, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_column_matrices_are_reused_once_their_graph_is_freed(monkeypatch):
+def test_column_matrices_are_reused_once_their_graph_is_freed(fast_path, monkeypatch):
     cache = conv_module.ColumnCache(limit=10_000, smallest=0)
     monkeypatch.setattr(conv_module, "COLUMN_CACHE", cache)
     x1, x2 = random((2, 2, 5, 5), 30), random((2, 2, 5, 5), 31)
@@ -143,7 +150,7 @@ def test_column_matrices_are_reused_once_their_graph_is_freed(monkeypatch):
         np.testing.assert_allclose(w.grad.data[:, :, i, j], np.broadcast_to(expected, (3, 2)), rtol=1e-5)
 
 
-def test_leaves_keep_conv_gradients_that_no_later_step_overwrites(monkeypatch):
+def test_leaves_keep_conv_gradients_that_no_later_step_overwrites(fast_path, monkeypatch):
     # Conv2d hands its gradients over without a copy (fresh_grads): none may alias the column
     # matrix, which the cache lends to the next step's forward, or any other kept buffer.
     assert conv_module.Conv2d.fresh_grads

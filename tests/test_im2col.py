@@ -9,7 +9,11 @@ from hypothesis import strategies as st
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
-from dlscratch.functions.im2col import IM2COL, col2im_array, geometry, im2col_array
+from dlscratch.fast.im2col import IM2COL, col2im_array, im2col_array
+from dlscratch.functions.im2col import Im2col as ReferenceIm2col
+from dlscratch.functions.im2col import col2im_reference, geometry, im2col_reference
+
+pytestmark = pytest.mark.usefixtures("fast_path")  # the methods are fast-path variants; the reference is tested below
 
 CPU_METHODS = ["slices", "strided"]
 
@@ -188,3 +192,26 @@ def test_gpu_tensor_im2col_gradcheck(backend):
         pytest.skip("CuPy only")
     x = dlscratch.randn(2, 2, 4, 5)
     dlscratch.gradcheck(lambda t: F.im2col(t, (3, 2), (2, 1), 1), x)
+
+
+# ----- the reference implementation -----
+@pytest.mark.parametrize("shape, k, s, p", CASES)
+def test_the_reference_equals_the_loops_and_is_the_adjoint(shape, k, s, p):
+    x = integers(shape, 5)
+    g = geometry(shape, k, s, p, "im2col")
+    cols = im2col_reference(x, g)
+    assert np.array_equal(cols, im2col_array(x, k, s, p, method="loops"))
+    c = integers(cols.shape, 6)
+    assert np.array_equal(col2im_reference(c, g), col2im_array(c, shape, k, s, p, method="loops"))
+
+
+def test_the_reference_path_runs_the_reference_and_refuses_methods():
+    x = dlscratch.tensor(integers((2, 3, 5, 5), 7), dtype=np.float64, requires_grad=True)
+    with dlscratch.reference():
+        cols = F.im2col(x, 3, 2, 1)
+        assert type(cols.creator) is ReferenceIm2col
+        dlscratch.gradcheck(lambda t: F.im2col(t, (3, 2), (2, 1), 1), x)
+        dlscratch.gradcheck(lambda t: F.col2im(t, (2, 3, 5, 5), 3, 2, 1), cols.detach().requires_grad_())
+        with pytest.raises(ValueError, match="method='slices' picks a fast-path variant"):
+            F.im2col(x, 3, method="slices")
+    assert type(F.im2col(x, 3, 2, 1).creator) is not ReferenceIm2col

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch import nn, optim
+from dlscratch import nn, optim, paths
 from dlscratch.data import DataLoader, TensorDataset, blobs
 from dlscratch.training import TrainingDiverged, fit, plot_history
 from dlscratch.training.fit import TrainingInterrupted
@@ -93,16 +93,17 @@ def interrupting_loader(k):
 
 def sigint_during_step(optimizer, k):
     """Make the k-th optimizer step send SIGINT to this process after updating its first parameter."""
-    update, calls = optimizer._update, [0]
+    update, calls = paths.pick(type(optimizer)._update), [0]  # the update of the path under test
     per_step = sum(1 for _ in optimizer._params())
 
-    def interrupted_update(p, grad, state, group):
-        update(p, grad, state, group)
-        calls[0] += 1
-        if calls[0] == (k - 1) * per_step + 1:
-            os.kill(os.getpid(), signal.SIGINT)
+    class Interrupting(type(optimizer)):
+        def _update(self, p, grad, state, group):
+            update(self, p, grad, state, group)
+            calls[0] += 1
+            if calls[0] == (k - 1) * per_step + 1:
+                os.kill(os.getpid(), signal.SIGINT)
 
-    optimizer._update = interrupted_update
+    optimizer.__class__ = Interrupting
 
 
 # ----- a NaN loss -----

@@ -136,7 +136,7 @@ def test_dropout_in_training_zeroes_about_p_and_scales_the_rest(backend):
     np.testing.assert_allclose(x.grad.numpy(), np.where(zeroed, 0.0, g / (1 - p)), rtol=1e-6)
 
 
-def test_dropout_keeps_a_batch_last_layout_and_backpropagates_any_layout(backend):
+def test_dropout_keeps_a_batch_last_layout_and_backpropagates_any_layout(fast_path, backend):
     # a convolution's output is stored (C, H, W, N): the mask is drawn in that order and y keeps it
     dlscratch.manual_seed(1)
     stored = backend.asarray(np.random.default_rng(2).random((4, 3, 3, 16), dtype=np.float32) + 1)

@@ -1,6 +1,8 @@
 """max_pool2d and avg_pool2d: the seminar's example, a loop reference, padding that never wins,
 gradient checks, the max-pool backward variants, ties, and the error messages."""
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -9,7 +11,10 @@ from hypothesis import strategies as st
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
-from dlscratch.functions.pooling import MAX_POOL_BACKWARDS
+from dlscratch import paths
+from dlscratch.fast.pooling import MAX_POOL_BACKWARDS
+
+pytestmark = pytest.mark.usefixtures("path")  # every test on the reference path and on the fast path
 
 SEMINAR = [[1, 2, 1, 0], [0, 1, 2, 3], [3, 0, 1, 2], [2, 4, 0, 1]]
 
@@ -84,8 +89,9 @@ def test_property_pooling_matches_the_definition_and_variants_agree(n, c, h, w, 
     for op, pool in (("max", F.max_pool2d), ("avg", F.avg_pool2d)):
         np.testing.assert_allclose(pool(x_in, k, s, p).data, pool_reference(x, k, s, p, op), rtol=1e-6)
     gy = np.random.default_rng(8).integers(-9, 10, F.max_pool2d(x, k, s, p).shape).astype(np.float32)
-    grads = [_max_pool_grad(x_in, k, s, p, how, gy) for how in ("offsets", "mask", "scatter_add")]
-    assert np.array_equal(grads[0], grads[1]) and np.array_equal(grads[0], grads[2])
+    grads = [_max_pool_grad(x_in, k, s, p, how, gy) for how in (None, "offsets", "mask", "scatter_add")]
+    for grad in grads[1:]:
+        assert np.array_equal(grad, grads[0])
 
 
 def test_output_sizes_are_pytorchs_with_ceil_mode_false():
@@ -120,8 +126,11 @@ def test_avg_pool_gradcheck(shape, k, s, p):
 
 
 def _max_pool_grad(x, k, s, p, how, gy=None):
+    """The input gradient of max pooling with backward variant ``how`` (a fast-path variant), or
+    of the current path's max pooling when ``how`` is None."""
     x = dlscratch.tensor(x, requires_grad=True)
-    y = F.max_pool2d(x, k, s, p, backward=how)
+    with paths.fast() if how else contextlib.nullcontext():
+        y = F.max_pool2d(x, k, s, p, backward=how)
     y.backward(dlscratch.tensor(np.ones(y.shape, np.float32) if gy is None else gy))
     return x.grad.data
 
@@ -135,7 +144,7 @@ def test_backward_variants_agree_without_ties(layout, case):
     gy = np.random.default_rng(4).integers(-9, 10, y_shape).astype(np.float32)  # small integers: exact sums
     (kh, kw), (sh, sw) = pair(k), pair(k if s is None else s)
     overlapping = sh < kh or sw < kw
-    variants = [how for how in MAX_POOL_BACKWARDS if not (how == "argmax_scatter" and overlapping)]
+    variants = [None] + [how for how in MAX_POOL_BACKWARDS if not (how == "argmax_scatter" and overlapping)]
     grads = [_max_pool_grad(x, k, s, p, how, gy) for how in variants]
     assert len(grads) >= 3
     for how, grad in zip(variants, grads):
@@ -145,18 +154,18 @@ def test_backward_variants_agree_without_ties(layout, case):
 def test_ties_mask_gives_every_maximum_the_gradient_the_others_give_one():
     x = np.array([[[[5, 5], [5, 5]]]], np.float32)
     assert _max_pool_grad(x, 2, 2, 0, "mask").tolist() == [[[[1, 1], [1, 1]]]]
-    for how in ("offsets", "argmax_scatter", "scatter_add"):
+    for how in (None, "offsets", "argmax_scatter", "scatter_add"):  # None: the path under test
         assert _max_pool_grad(x, 2, 2, 0, how).tolist() == [[[[1, 0], [0, 0]]]], how
     # A partial tie: the leftmost column holding the maximum wins, then its topmost element.
     x = np.array([[[[1, 2], [2, 0]]]], np.float32)
     assert _max_pool_grad(x, 2, 2, 0, "mask").tolist() == [[[[0, 1], [1, 0]]]]
-    for how in ("offsets", "argmax_scatter", "scatter_add"):
+    for how in (None, "offsets", "argmax_scatter", "scatter_add"):
         assert _max_pool_grad(x, 2, 2, 0, how).tolist() == [[[[0, 0], [1, 0]]]], how
 
 
 def test_overlapping_windows_add_up_in_the_gradient():
     x = np.array([[[[0, 9, 0], [0, 0, 0]]]], np.float32)  # 9 is the maximum of both 2x2 windows
-    for how in ("offsets", "mask", "scatter_add"):
+    for how in (None, "offsets", "mask", "scatter_add"):
         assert _max_pool_grad(x, 2, 1, 0, how).tolist() == [[[[0, 2, 0], [0, 0, 0]]]], how
 
 
@@ -179,14 +188,14 @@ def test_backward_does_not_modify_the_incoming_gradient():
         (lambda x: F.max_pool2d(x.astype(np.int64), 2), TypeError, r"expected a floating-point input, got int64"),
     ],
 )
-def test_bad_input_is_rejected_with_a_clear_message(call, error, message):
+def test_bad_input_is_rejected_with_a_clear_message(fast_path, call, error, message):
     with pytest.raises(error, match=message):
         call(np.zeros((1, 1, 4, 4), np.float32))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("how", MAX_POOL_BACKWARDS)
-def test_pooling_on_the_gpu_matches_numpy(backend, how):
+def test_pooling_on_the_gpu_matches_numpy(fast_path, backend, how):
     if backend is np:
         pytest.skip("CuPy only")
     shape, k, s, p = CASES[0]

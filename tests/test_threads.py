@@ -11,8 +11,9 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch.functions import threads
-from dlscratch.functions.im2col import im2col_array, to_batch_last
+from dlscratch.fast import threads
+from dlscratch.fast.im2col import im2col_array
+from dlscratch.fast.layout import to_batch_last
 
 
 @pytest.fixture

@@ -3,17 +3,27 @@ average pooling, on the benchmark workload: (128, 32, 28, 28) float32. PyTorch r
 a DeZero 0.0.13 max-pool forward+backward row (the from-scratch reference, see ``dezero_models``) where it imports.
 
 The max-pool backward variants are those of ``F.max_pool2d(..., backward=...)`` (see
-``dlscratch/functions/pooling.py``): "argmax_scatter" is the Qiita article's slow original, "mask" its
+``dlscratch/fast/pooling.py``): "argmax_scatter" is the Qiita article's slow original, "mask" its
 fix, "scatter_add" the argmax with the shim's scatter-add, "offsets" the library's default.
 """
 
 import numpy
 
 from .. import backend
-from ..functions.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS, avg_pool2d, max_pool2d
+from ..fast.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS
+from ..functions.pooling import avg_pool2d, max_pool2d
 from ..tensor import Tensor
 from . import dezero_models
-from .timing import dezero_available, format_table, measure_interleaved, median, torch_available, verdict
+from .timing import (
+    dezero_available,
+    format_table,
+    measure_interleaved,
+    median,
+    on_the_fast_path,
+    on_the_reference_path,
+    torch_available,
+    verdict,
+)
 
 SHAPE, QUICK_SHAPE = (128, 32, 28, 28), (2, 3, 8, 8)
 REPEAT, QUICK_REPEAT = 7, 1
@@ -40,6 +50,14 @@ def dlscratch_variants(x):
             lambda how=how: forward_backward(lambda t: max_pool2d(t, 2, backward=how))
         )
     variants["dlscratch avg forward+backward"] = lambda: forward_backward(lambda t: avg_pool2d(t, 2))
+    variants = {name: on_the_fast_path(fn) for name, fn in variants.items()}
+    # what the fast path's tricks buy: the same operations on the reference implementation
+    variants["dlscratch reference path max forward+backward"] = on_the_reference_path(
+        lambda: forward_backward(lambda t: max_pool2d(t, 2))
+    )
+    variants["dlscratch reference path avg forward+backward"] = on_the_reference_path(
+        lambda: forward_backward(lambda t: avg_pool2d(t, 2))
+    )
     return variants
 
 

@@ -9,7 +9,7 @@ import functools
 import gc
 import time
 
-from .. import backend
+from .. import backend, paths
 
 
 def measure(fn, repeat=5, number=None, warmup=1):
@@ -146,3 +146,23 @@ def dezero_available():
 def verdict(met, target):
     """A target's verdict in parentheses: ``verdict(True, "<= 1.5")`` is ``'(target <= 1.5: met)'``."""
     return f"(target {target}: {'met' if met else 'NOT met'})"
+
+
+def on_the_fast_path(fn):
+    """``fn`` run on the fast path (the default), whatever path the caller is on."""
+
+    def run():
+        with paths.fast():
+            return fn()
+
+    return run
+
+
+def on_the_reference_path(fn):
+    """``fn`` run on the reference path: what the fast path's tricks buy is the difference."""
+
+    def run():
+        with paths.reference():
+            return fn()
+
+    return run

@@ -2,172 +2,45 @@
 
 Forward, with ``cols = im2col(x)`` of shape ``(C*kh*kw, Ho*Wo*N)`` (layout in ``im2col.py``)::
 
-    y = W.reshape(O, C*kh*kw) @ cols + b[:, None]        (O, Ho*Wo*N)
+    y = W.reshape(O, C*kh*kw) @ cols + b[:, None]        (O, Ho*Wo*N) -> (N, O, Ho, Wo)
 
 Backward, with ``gy`` laid out the same way, ``(O, Ho*Wo*N)``::
 
     gW = gy @ cols.T          gb = gy.sum(axis=1)          gx = col2im(W.reshape(O, -1).T @ gy)
 
-With a bias, both happen inside the GEMMs: ``cols`` gets one more row, all ones, and the weight
-matrix the bias as one more column, so ``[W | b] @ [cols; 1]`` adds the bias and
-``gy @ [cols; 1].T`` ends with the column ``gy.sum(axis=1)``. Two passes over the output fewer
-(about 4 ms of the ~115 ms forward+backward of conv 32 -> 64 at batch 128).
-
-On the CPU, ``gx`` is computed a band of output rows at a time: each band's slice of
-``W.T @ gy`` (about 4 MB) stays in cache for its col2im, instead of a column matrix as large as
-``cols`` going out to memory and back; this took about a fifth off that step here.
-
-The output is a view ``(N, O, Ho, Wo)`` of the product's ``(O, Ho, Wo, N)`` memory, returned
-without a copy; elementwise operations keep that layout, so the next convolution's im2col and
-this one's backward find their arrays already in order (the guide's advice: avoid transposes).
-The column matrix, the largest array here, is borrowed from ``COLUMN_CACHE`` for as long as
-the graph lives (the guide's other advice: reuse large buffers).
+Three matrix products carry all the arithmetic; everything else moves numbers. The fast path
+(``dlscratch/fast/conv.py``) computes the same numbers with fewer passes over memory.
 """
 
-import weakref
-
-from .. import backend
 from ..function import Function
-from .im2col import (
-    COL2IM,
-    IM2COL,
-    Geometry,
-    array_of,
-    geometry,
-    is_batch_last,
-    resolve_method,
-    to_batch_last,
-    unpad_batch_last,
-)
-from .threads import in_parts
-
-BAND_NUMBERS = 2**20  # numbers in one band of W.T @ gy (4 MB of float32)
-
-
-class ColumnCache:
-    """Large column matrices kept for reuse from one training step to the next.
-
-    glibc hands an array over 32 MB straight back to the operating system when it is freed, and
-    a new one is faulted in page by page: here, a fresh 115 MB column matrix (conv 32->64 at
-    batch 128) cost 7 ms more than refilling an old one, with ~120 ms for the layer's step. A
-    convolution borrows its column matrix from the cache and gives it back when its graph is
-    freed, so a training loop cycles through two per layer. NumPy only (CuPy has its own
-    memory pool); at most ``limit`` bytes are kept, the oldest dropped first.
-    """
-
-    def __init__(self, limit=2**29, smallest=2**25):
-        self.limit, self.smallest, self.free = limit, smallest, []
-
-    def take(self, shape, dtype, xp):
-        """A kept array of this shape, dtype and module, or a new (uninitialised) one."""
-        for k, a in enumerate(self.free):
-            if a.shape == shape and a.dtype == dtype and backend.get_array_module(a) is xp:
-                return self.free.pop(k)
-        return xp.empty(shape, dtype=dtype)
-
-    def give(self, a):
-        """Keep ``a`` for a later ``take`` (small and GPU arrays are left to their allocator)."""
-        if a.nbytes < self.smallest or backend.is_gpu_array(a):
-            return
-        self.free.append(a)
-        while sum(b.nbytes for b in self.free) > self.limit:
-            self.free.pop(0)
-
-    def clear(self):
-        self.free.clear()
-
-
-COLUMN_CACHE = ColumnCache()
+from ..paths import dispatch
+from .im2col import col2im_reference, geometry, im2col_reference, no_method
 
 
 class Conv2d(Function):
-    """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo).
+    """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo)."""
 
-    ``self.cols`` is lent by ``COLUMN_CACHE`` until this function is freed with its graph; the
-    gradients never share it (or any other kept buffer): each is a new array, so a leaf may adopt
-    it without a copy (``fresh_grads``).
-    """
-
-    fresh_grads = True
-
-    def __init__(self, g, method):
-        self.g, self.method = g, method
+    def __init__(self, g):
+        self.g = g
 
     def forward(self, x, weight, bias=None):
         g = self.g
-        rows = g.cols_shape[0]
-        # with a bias, the column matrix gets one more row, of ones, and the weight matrix the bias
-        # as one more column: the GEMM adds the bias, and the weight-gradient GEMM sums gy for it
-        shape = (rows + (bias is not None), g.cols_shape[1])
-        cols = COLUMN_CACHE.take(shape, x.dtype, backend.get_array_module(x))
-        weakref.finalize(self, COLUMN_CACHE.give, cols).atexit = False  # back to the cache with the graph
-        IM2COL[self.method](x, g, cols[:rows])
-        matrix = weight.reshape(len(weight), -1)
+        self.cols = im2col_reference(x, g)  # (C*kh*kw, Ho*Wo*N)
+        self.weight = weight
+        y = weight.reshape(len(weight), -1) @ self.cols  # (O, Ho*Wo*N)
         if bias is not None:
-            cols[rows] = 1
-            matrix = backend.get_array_module(x).concatenate([matrix, bias[:, None]], axis=1)
-        self.cols, self.weight = cols, weight
-        y = matrix @ cols
+            y += bias[:, None]
         return y.reshape(len(weight), g.Ho, g.Wo, g.N).transpose(3, 0, 1, 2)  # O, not -1: N may be 0
 
     def backward(self, gy):
         out_channels = gy.shape[1]
-        gy = (gy.transpose(1, 2, 3, 0) if is_batch_last(gy) else to_batch_last(gy)).reshape(out_channels, -1)
+        gy = gy.transpose(1, 2, 3, 0).reshape(out_channels, -1)  # (O, Ho*Wo*N), the layout of cols
         weight = self.weight.reshape(out_channels, -1)
-        gx = self.input_gradient(weight, gy) if self.inputs[0].requires_grad else None
-        has_bias = len(self.inputs) == 3
-        gw = gb = None
-        if self.inputs[1].requires_grad or (has_bias and self.inputs[2].requires_grad):
-            g_matrix = weight_gradient(gy, self.cols)  # (O, C*kh*kw [+ 1 for the bias])
-            gw = g_matrix[:, : weight.shape[1]].reshape(self.weight.shape)
-            gb = g_matrix[:, -1].copy() if has_bias else None
-        return (gx, gw, gb) if has_bias else (gx, gw)
-
-    def input_gradient(self, weight, gy):
-        """``col2im(weight.T @ gy)`` for ``weight: (O, C*kh*kw)``, ``gy: (O, Ho*Wo*N)``, in bands of output rows."""
-        g = self.g
-        xp = backend.get_array_module(gy)
-        on_gpu = backend.is_gpu_array(gy)
-        per_row = weight.shape[1] * g.Wo * g.N
-        band = g.Ho if on_gpu or per_row == 0 else max(1, BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
-        padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)
-        for r0 in range(0, g.Ho, band):
-            r1 = min(r0 + band, g.Ho)
-            rows = slice(r0 * g.sh, (r1 - 1) * g.sh + g.kh)  # the padded rows these output rows read
-            sub = Geometry(g.N, g.C, rows.stop - rows.start, padded.shape[2], g.kh, g.kw, g.sh, g.sw, 0, 0)
-            gcols = weight.T @ gy[:, r0 * g.Wo * g.N : r1 * g.Wo * g.N]
-            if on_gpu:
-                padded[:, rows] += COL2IM[self.method](gcols, sub).transpose(1, 2, 3, 0)
-            else:
-                add_columns(padded[:, rows], gcols, sub)
-        return unpad_batch_last(padded, g)
-
-
-def add_columns(target, gcols, g):
-    """col2im on the CPU, added in place: ``target: (C, Hp, Wp, N)`` += col2im of ``gcols``.
-
-    One strided-slice addition per kernel offset, on one part of the channels per core.
-    """
-    blocks = gcols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N)
-
-    def add(c0, c1):
-        for i in range(g.kh):
-            for j in range(g.kw):
-                target[c0:c1, g.rows(i), g.columns(j)] += blocks[c0:c1, i, j]
-
-    in_parts(add, g.C, gcols.size)
-
-
-def weight_gradient(gy, cols):
-    """``gy @ cols.T`` for ``gy: (O, M)``, ``cols: (R, M)``, computed as ``(cols @ gy.T).T``.
-
-    The same product, but OpenBLAS runs the two forms differently: with a long inner dimension
-    ``M``, ``gy @ cols.T`` kept both threads in step many times, and when other processes shared
-    the 2-core machine it ran 2-40x slower than the transposed form (Keras CNN conv 64x288x73728:
-    0.1-1.8 s against 50 ms); on an idle machine both took ~23 ms. The result is an ``(O, R)``
-    view of an ``(R, O)`` array.
-    """
-    return (cols @ gy.T).T
+        gx = col2im_reference(weight.T @ gy, self.g) if self.inputs[0].requires_grad else None
+        gw = (gy @ self.cols.T).reshape(self.weight.shape) if self.inputs[1].requires_grad else None
+        if len(self.inputs) == 2:
+            return gx, gw
+        return gx, gw, gy.sum(axis=1) if self.inputs[2].requires_grad else None
 
 
 def _check(x, weight, bias):
@@ -189,18 +62,25 @@ def _check(x, weight, bias):
         raise TypeError(f"conv2d: input, weight and bias must share one floating-point dtype, got {got}; use .astype()")
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0, method=None):
-    """2-D convolution. ``x: (N, C, H, W)``, ``weight: (O, C, kh, kw)``, ``bias: (O,)`` or None.
-
-    ``stride`` and ``padding`` (zeros) are ints or ``(height, width)`` pairs. Returns
-    ``(N, O, Ho, Wo)`` with ``Ho = (H + 2*ph - kh) // sh + 1``. ``method`` picks the im2col
-    implementation (see ``im2col.py``; default: the backend's fastest).
-    """
+def check(x, weight, bias, stride, padding):
+    """Check a convolution's arguments; return its geometry."""
     if len(weight.shape) != 4:
         raise ValueError(
             f"conv2d: weight must be 4-D (out_channels, in_channels, kh, kw), got shape {tuple(weight.shape)}"
         )
     g = geometry(x.shape, tuple(weight.shape[2:]), stride, padding, "conv2d")
     _check(x, weight, bias)
-    fn = Conv2d(g, resolve_method(method, array_of(x), "conv2d"))
-    return fn(x, weight) if bias is None else fn(x, weight, bias)
+    return g
+
+
+@dispatch
+def conv2d(x, weight, bias=None, stride=1, padding=0, method=None):
+    """2-D convolution. ``x: (N, C, H, W)``, ``weight: (O, C, kh, kw)``, ``bias: (O,)`` or None.
+
+    ``stride`` and ``padding`` (zeros) are ints or ``(height, width)`` pairs. Returns
+    ``(N, O, Ho, Wo)`` with ``Ho = (H + 2*ph - kh) // sh + 1``. ``method`` picks a fast-path
+    im2col variant (see ``dlscratch/fast/im2col.py``); the reference path has one.
+    """
+    g = check(x, weight, bias, stride, padding)
+    no_method(method, "conv2d")
+    return Conv2d(g)(x, weight) if bias is None else Conv2d(g)(x, weight, bias)

@@ -1,253 +1,81 @@
-"""Max and average pooling on strided views, and the max-pool backward variants a lesson compares.
+"""Max and average pooling (the reference implementation).
 
-Kernel offset ``(i, j)`` of every window at once is one strided view of the padded input,
-``(N, C, Ho, Wo)``; pooling combines the ``kh*kw`` views elementwise (two ``maximum`` calls
-on four views for 2x2 pooling), with no im2col copy. Output sizes are PyTorch's with
-``ceil_mode=False``: ``Ho = (H + 2*ph - kh) // sh + 1``. Max pooling pads with minus infinity,
-so padding never wins; average pooling pads with zeros and divides by ``kh*kw`` (PyTorch's
-``count_include_pad=True``).
+Kernel offset ``(i, j)`` of every window at once is one strided slice of the padded input,
+``padded[:, :, i::sh, j::sw]`` cut to ``(N, C, Ho, Wo)``; pooling combines the ``kh*kw`` slices
+elementwise, with no loop over pixels. Output sizes are PyTorch's with ``ceil_mode=False``:
+``Ho = (H + 2*ph - kh) // sh + 1``. Max pooling pads with minus infinity, so padding never wins;
+average pooling pads with zeros and divides by ``kh*kw`` (PyTorch's ``count_include_pad=True``).
 
-Max-pool backward variants (``max_pool2d(..., backward=...)``), one function each below:
-
-- ``"offsets"`` (the default on every backend; fastest on the CPU): the maximum is separable,
-  over each window's rows, then over its columns (see ``MaxPool2d``), and forward keeps the
-  offset of each stage's winner (1 byte each). Backward retraces the two stages: ``gy`` goes to
-  the view of the winning column, then to the view of the winning row. No scatter, no atomics.
-- ``"mask"`` (the Qiita article's fix): forward keeps a 0/1 mask per offset, ``view == max``; backward
-  multiplies. **Ties**: every maximal element of a window keeps a 1, so each receives the full
-  gradient (a window of four equal numbers passes on four times ``gy``). PyTorch and the other
-  variants give it to one maximal element only.
-- ``"argmax_scatter"`` (the Qiita article's slow original): forward keeps flat argmax indices into the
-  padded input; backward assigns ``gx.flat[index] = gy`` by fancy indexing. Assignment drops all
-  but one contribution when windows overlap, so it is only allowed for ``stride >= kernel_size``.
-- ``"scatter_add"``: the same indices, accumulated with the shim's ``scatter_add`` (correct for
-  overlapping windows).
-
-With ties, all but "mask" pass the gradient to exactly one maximal element: forward takes the
-maximum over each window's rows first, then over columns, keeping the first winner each time, so
-the leftmost column holding the maximum wins and, within it, the topmost element (PyTorch scans
-row by row instead, so on ties the element can differ from PyTorch's; the values never do).
+The max-pool backward sends each window's gradient to one element: the maximum, and with ties
+the first maximal element found scanning the window column by column (the leftmost column
+holding the maximum, the topmost element in it), the rule of the fast path
+(``dlscratch/fast/pooling.py``), which also holds the backward variants lesson 05 compares.
+(PyTorch scans row by row, so on ties the element can differ from PyTorch's; the values never do.)
 """
 
 from .. import backend
 from ..function import Function
-from .im2col import geometry, is_batch_last, memory_order, to_batch_last
+from ..paths import dispatch
+from .im2col import geometry
 
 
-def new_array(shape, like, dtype, fill=None):
-    """An array of ``shape`` laid out in memory with its axes in the order of ``like``'s strides.
-
-    Pooling keeps the layout it is given (a convolution's batch-last output stays batch-last),
-    so the operations before and after it never meet a transposed copy.
-    """
-    xp = backend.get_array_module(like)
-    order = memory_order(like)
-    stored = tuple(shape[axis] for axis in order)
-    a = xp.empty(stored, dtype=dtype) if fill is None else xp.full(stored, fill, dtype=dtype)
-    return a.transpose(tuple(order.index(axis) for axis in range(a.ndim)))
+def offsets(g):
+    """The kernel offsets ``(i, j)``, columns outer: the order in which ties are decided."""
+    return [(i, j) for j in range(g.kw) for i in range(g.kh)]
 
 
-def in_layout_of(a, like):
-    """``a``, or a copy of it laid out like ``like`` when their axis orders in memory differ."""
-    if memory_order(a) == memory_order(like):
-        return a
-    if is_batch_last(like):
-        return to_batch_last(a).transpose(3, 0, 1, 2)
-    out = new_array(a.shape, like, a.dtype)
-    out[...] = a
-    return out
-
-
-def padded_shape(g):
-    return (g.N, g.C, g.H + 2 * g.ph, g.W + 2 * g.pw)
+def window_slice(padded, g, i, j):
+    """Offset ``(i, j)`` of every window: ``(N, C, Ho, Wo)``, a view of ``padded``."""
+    return padded[:, :, g.rows(i), g.columns(j)]
 
 
 def pad(x, g, value):
-    """``x: (N, C, H, W)`` padded with ``value`` to ``(N, C, H + 2*ph, W + 2*pw)`` (``x`` itself without padding)."""
-    if g.ph == g.pw == 0:
-        return x
-    padded = new_array(padded_shape(g), x, x.dtype, value)
-    padded[:, :, g.ph : g.ph + g.H, g.pw : g.pw + g.W] = x
-    return padded
+    xp = backend.get_array_module(x)
+    return xp.pad(x, ((0, 0), (0, 0), (g.ph, g.ph), (g.pw, g.pw)), constant_values=value)
+
+
+def zeros_padded(like, g):
+    """Zeros ``(N, C, H + 2*ph, W + 2*pw)`` to gather an input gradient in."""
+    return backend.get_array_module(like).zeros((g.N, g.C, g.H + 2 * g.ph, g.W + 2 * g.pw), dtype=like.dtype)
 
 
 def crop(padded, g):
     return padded[:, :, g.ph : g.ph + g.H, g.pw : g.pw + g.W]
 
 
-def axis_views(a, g, axis):
-    """The views of ``a`` that kernel rows (``axis=2``) or kernel columns (``axis=3``) read, one per offset."""
-    count, pick = (g.kh, g.rows) if axis == 2 else (g.kw, g.columns)
-    index = [slice(None)] * 4
-    views = []
-    for i in range(count):
-        index[axis] = pick(i)
-        views.append(a[tuple(index)])
-    return views
-
-
-def window_views(padded, g):
-    """The ``kh*kw`` views ``(N, C, Ho, Wo)`` of ``padded: (N, C, Hp, Wp)``; offset ``(i, j)`` at ``i*kw + j``."""
-    return [view for rows in axis_views(padded, g, 2) for view in axis_views(rows, g, 3)]
-
-
-def _tiles(g, axis):
-    """True when the windows along ``axis`` cover the padded input exactly once (stride == kernel)."""
-    if axis == 2:
-        return g.sh == g.kh and g.H + 2 * g.ph == g.Ho * g.kh
-    return g.sw == g.kw and g.W + 2 * g.pw == g.Wo * g.kw
-
-
-def fold_axis(parts, shape, like, g, axis):
-    """An array of ``shape`` with ``parts[i]`` added onto its ``i``-th view along ``axis``.
-
-    When the windows tile that axis each number gets exactly one part, written without zeroing.
-    """
-    tiles = _tiles(g, axis)
-    out = None
-    for k, part in enumerate(parts):
-        if out is None:
-            out = new_array(shape, like, part.dtype, None if tiles else 0)
-            views = axis_views(out, g, axis)
-        if tiles:
-            views[k][...] = part
-        else:
-            views[k] += part
-    return out
-
-
-def fold(parts, like, g):
-    """``(N, C, Hp, Wp)`` with ``parts[k]: (N, C, Ho, Wo)`` added onto window view ``k``."""
-    tiles = _tiles(g, 2) and _tiles(g, 3)
-    out = None
-    for k, part in enumerate(parts):
-        if out is None:
-            out = new_array(padded_shape(g), like, part.dtype, None if tiles else 0)
-            views = window_views(out, g)
-        if tiles:
-            views[k][...] = part
-        else:
-            views[k] += part
-    return out
-
-
-def running_max(views):
-    """The elementwise maximum of ``views`` and the index of the first view holding it (uint8 up to 256)."""
-    xp = backend.get_array_module(views[0])
-    kind = xp.uint8 if len(views) <= 256 else xp.int32
-    if len(views) == 1:
-        return views[0].copy(order="K"), xp.zeros_like(views[0], dtype=kind)
-    y, offset = views[0], None
-    for k, view in enumerate(views[1:], start=1):
-        beats = view > y
-        if offset is None:  # the first comparison's True/False bytes are already offsets 1/0
-            offset = beats.view(xp.uint8) if kind == xp.uint8 else beats.astype(kind)
-        else:
-            xp.maximum(offset, beats * kind(k), out=offset)  # k beats every earlier offset
-        y = xp.maximum(y, view)
-    return y, offset
-
-
-def route_axis(grad, offset, shape, like, g, axis):
-    """An array of ``shape`` whose ``k``-th view along ``axis`` holds ``grad`` where ``offset == k``, else 0.
-
-    The backward of one stage of the separable maximum. When the windows tile the axis, each
-    view is written once by a multiply straight into it (no zeroing, no temporary).
-    """
-    xp = backend.get_array_module(grad)
-    tiles = _tiles(g, axis)
-    out = new_array(shape, like, grad.dtype, None if tiles else 0)
-    for k, view in enumerate(axis_views(out, g, axis)):
-        if tiles:
-            xp.multiply(grad, offset == k, out=view)
-        else:
-            view += grad * (offset == k)
-    return out
-
-
-def winning_row(row_offset, col_offset, g):
-    """The row offset ``i`` of each window's maximum: the first stage's winner at the winning column."""
-    return sum(rows_at_j * (col_offset == j) for j, rows_at_j in enumerate(axis_views(row_offset, g, 3)))
-
-
-def flat_index(row, col, g):
-    """Flat index into a C-ordered padded input ``(N, C, Hp, Wp)`` of the element at offset
-    ``(row, col)`` of each window."""
-    xp = backend.get_array_module(row)
-    Hp, Wp = g.H + 2 * g.ph, g.W + 2 * g.pw
-    top = xp.arange(g.N * g.C).reshape(g.N, g.C, 1, 1) * Hp + xp.arange(g.Ho).reshape(-1, 1) * g.sh
-    return (top + row) * Wp + (xp.arange(g.Wo) * g.sw + col)
-
-
-def max_pool_backward_offsets(gy, row_offset, col_offset, g, like):
-    """Back through the two stages: to the winning column of each window, then to the winning row."""
-    g_rows = route_axis(gy, col_offset, (g.N, g.C, g.Ho, g.W + 2 * g.pw), like, g, 3)
-    return crop(route_axis(g_rows, row_offset, padded_shape(g), like, g, 2), g)
-
-
-def max_pool_backward_mask(gy, masks, g, like):
-    """``gy * masks[k]`` added onto window view ``k``: every maximal element of a window gets ``gy``."""
-    return crop(fold((gy * mask for mask in masks), like, g), g)
-
-
-def max_pool_backward_argmax_scatter(gy, index, g):
-    """``gy`` assigned at the flat argmax indices by fancy indexing (non-overlapping windows only)."""
-    padded = backend.get_array_module(gy).zeros(padded_shape(g), dtype=gy.dtype)
-    padded.reshape(-1)[index.reshape(-1)] = gy.reshape(-1)
-    return crop(padded, g)
-
-
-def max_pool_backward_scatter_add(gy, index, g):
-    """``gy`` added at the flat argmax indices with ``backend.scatter_add``."""
-    padded = backend.get_array_module(gy).zeros(padded_shape(g), dtype=gy.dtype)
-    backend.scatter_add(padded.reshape(-1), index.reshape(-1), gy.reshape(-1))
-    return crop(padded, g)
-
-
-MAX_POOL_BACKWARDS = ("offsets", "mask", "argmax_scatter", "scatter_add")
-DEFAULT_MAX_POOL_BACKWARD = "offsets"
-
-
 class MaxPool2d(Function):
-    """x: (N, C, H, W) -> (N, C, Ho, Wo), the maximum of each window; ``how``: a backward variant.
+    """x: (N, C, H, W) -> (N, C, Ho, Wo), the maximum of each window."""
 
-    The maximum is separable: first over each window's rows (``rows: (N, C, Ho, Wp)``), then over
-    its columns. The first stage runs on whole padded rows, contiguous in memory, and halves
-    the data before the strided second stage; each stage keeps the offset of its winner.
-    """
+    saves_inputs = False  # backward reads which offset won, kept by forward
 
-    saves_inputs = False  # backward does not read the inputs' values
-
-    def __init__(self, g, how):
-        self.g, self.how = g, how
+    def __init__(self, g):
+        self.g = g
 
     def forward(self, x):
-        g = self.g
-        padded = pad(x, g, -float("inf"))
-        rows, row_offset = running_max(axis_views(padded, g, 2))
-        y, col_offset = running_max(axis_views(rows, g, 3))
-        self.like = x  # for its memory layout
-        if self.how == "offsets":
-            self.row_offset, self.col_offset = row_offset, col_offset
-        elif self.how == "mask":
-            self.masks = [view == y for view in window_views(padded, g)]
-        else:
-            self.index = flat_index(winning_row(row_offset, col_offset, g), col_offset, g)
+        g, xp = self.g, backend.get_array_module(x)
+        padded = pad(x, g, -xp.inf)
+        y = winner = None
+        for k, (i, j) in enumerate(offsets(g)):
+            view = window_slice(padded, g, i, j)
+            if y is None:
+                y, winner = view.copy(), xp.zeros(view.shape, dtype=xp.int32)
+            else:
+                beats = view > y  # strictly: on a tie the earlier offset keeps the window
+                y = xp.where(beats, view, y)
+                winner = xp.where(beats, k, winner)
+        self.winner = winner  # (N, C, Ho, Wo): the offset number of each window's maximum
         return y
 
     def backward(self, gy):
-        gy = in_layout_of(gy, self.like)  # one transposing copy here is cheaper than mixed layouts below
-        if self.how == "offsets":
-            return max_pool_backward_offsets(gy, self.row_offset, self.col_offset, self.g, self.like)
-        if self.how == "mask":
-            return max_pool_backward_mask(gy, self.masks, self.g, self.like)
-        if self.how == "argmax_scatter":
-            return max_pool_backward_argmax_scatter(gy, self.index, self.g)
-        return max_pool_backward_scatter_add(gy, self.index, self.g)
+        g = self.g
+        gx = zeros_padded(gy, g)
+        for k, (i, j) in enumerate(offsets(g)):
+            window_slice(gx, g, i, j)[...] += gy * (self.winner == k)
+        return crop(gx, g)
 
 
 class AvgPool2d(Function):
-    """x: (N, C, H, W) -> (N, C, Ho, Wo), the mean of each zero-padded window (separable, like the max)."""
+    """x: (N, C, H, W) -> (N, C, Ho, Wo), the mean of each zero-padded window."""
 
     saves_inputs = False  # backward does not read the inputs' values
 
@@ -256,17 +84,16 @@ class AvgPool2d(Function):
 
     def forward(self, x):
         g = self.g
-        self.like = x  # for its memory layout
-        rows = sum(axis_views(pad(x, g, 0), g, 2))
-        y = sum(axis_views(rows, g, 3))
-        y /= g.kh * g.kw
-        return y
+        padded = pad(x, g, 0)
+        return sum(window_slice(padded, g, i, j) for i, j in offsets(g)) / (g.kh * g.kw)
 
     def backward(self, gy):
         g = self.g
-        part = in_layout_of(gy, self.like) / (g.kh * g.kw)
-        g_rows = fold_axis([part] * g.kw, (g.N, g.C, g.Ho, g.W + 2 * g.pw), self.like, g, 3)
-        return crop(fold_axis([g_rows] * g.kh, padded_shape(g), self.like, g, 2), g)
+        gx = zeros_padded(gy, g)
+        share = gy / (g.kh * g.kw)  # each element of a window contributed 1 / (kh*kw) of its mean
+        for i, j in offsets(g):
+            window_slice(gx, g, i, j)[...] += share
+        return crop(gx, g)
 
 
 def _geometry(x, kernel_size, stride, padding, op):
@@ -282,27 +109,24 @@ def _geometry(x, kernel_size, stride, padding, op):
     return g
 
 
+@dispatch
 def max_pool2d(x, kernel_size, stride=None, padding=0, backward=None):
     """Max pooling of ``x: (N, C, H, W)`` -> ``(N, C, Ho, Wo)``; padding is minus infinity.
 
     ``kernel_size``, ``stride`` (default: ``kernel_size``) and ``padding`` are ints or
-    ``(height, width)`` pairs. ``backward`` picks a variant from ``MAX_POOL_BACKWARDS`` (see the
-    module docstring); None means ``DEFAULT_MAX_POOL_BACKWARD``.
+    ``(height, width)`` pairs. ``backward`` picks one of the fast path's backward variants
+    (``dlscratch/fast/pooling.py``); the reference path has one.
     """
     g = _geometry(x, kernel_size, stride, padding, "max_pool2d")
-    how = DEFAULT_MAX_POOL_BACKWARD if backward is None else backward
-    if how not in MAX_POOL_BACKWARDS:
-        choices = ", ".join(map(repr, MAX_POOL_BACKWARDS))
-        raise ValueError(f"max_pool2d: unknown backward {how!r}; choose one of {choices}")
-    if how == "argmax_scatter" and (g.sh < g.kh or g.sw < g.kw):
+    if backward is not None:
         raise ValueError(
-            f"max_pool2d: backward 'argmax_scatter' assigns, which loses gradients where windows overlap "
-            f"(kernel {(g.kh, g.kw)}, stride {(g.sh, g.sw)}); use 'scatter_add' or the default"
+            "max_pool2d: backward= picks a fast-path variant (see dlscratch/fast/pooling.py); the reference path "
+            f"has one implementation; leave it None or leave dlscratch.reference() (got backward={backward!r})"
         )
-    return MaxPool2d(g, how)(x)
+    return MaxPool2d(g)(x)
 
 
+@dispatch
 def avg_pool2d(x, kernel_size, stride=None, padding=0):
     """Average pooling of ``x: (N, C, H, W)`` -> ``(N, C, Ho, Wo)``; zero padding counts in the mean."""
     return AvgPool2d(_geometry(x, kernel_size, stride, padding, "avg_pool2d"))(x)
-

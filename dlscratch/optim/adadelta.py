@@ -30,20 +30,15 @@ class AdaDelta(Optimizer):
     def _update(self, p, grad, state, group):
         xp = get_array_module(p.data)
         lr, rho, eps, weight_decay = (float(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
-        tmp, delta = self.scratch(p), self.scratch(p, 1)
+        g = grad
         if weight_decay:
-            grad = xp.add(grad, xp.multiply(p.data, weight_decay, out=tmp), out=self.scratch(p, 2))
+            g = g + weight_decay * p.data
         if not state:
             state.update(square_avg=xp.zeros_like(p.data), acc_delta=xp.zeros_like(p.data))
-        v, u = state["square_avg"], state["acc_delta"]
-        v *= rho
-        v += xp.multiply(xp.multiply(grad, 1 - rho, out=tmp), grad, out=tmp)
-        xp.sqrt(xp.add(u, eps, out=delta), out=delta)
-        delta /= xp.sqrt(xp.add(v, eps, out=tmp), out=tmp)
-        delta *= grad
-        u *= rho
-        u += xp.multiply(xp.multiply(delta, 1 - rho, out=tmp), delta, out=tmp)
-        p.data -= xp.multiply(delta, lr, out=tmp)
+        v = state["square_avg"] = rho * state["square_avg"] + (1 - rho) * g**2
+        delta = xp.sqrt(state["acc_delta"] + eps) / xp.sqrt(v + eps) * g
+        state["acc_delta"] = rho * state["acc_delta"] + (1 - rho) * delta**2
+        p.data -= lr * delta
 
 
 Adadelta = AdaDelta  # PyTorch's spelling

@@ -1,7 +1,5 @@
 """Adam (Kingma & Ba, 2015): per-element step sizes from running moments of the gradient."""
 
-import math
-
 from ..backend import get_array_module
 from .optimizer import Optimizer
 
@@ -38,21 +36,14 @@ class Adam(Optimizer):
         xp = get_array_module(p.data)
         beta1, beta2 = (float(b) for b in group["betas"])
         lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
-        tmp = self.scratch(p)
+        g = grad
         if weight_decay:
-            grad = xp.add(grad, xp.multiply(p.data, weight_decay, out=tmp), out=self.scratch(p, 1))
+            g = g + weight_decay * p.data
         if not state:
             state.update(step=0, exp_avg=xp.zeros_like(p.data), exp_avg_sq=xp.zeros_like(p.data))
         state["step"] += 1
-        t, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        m *= beta1
-        m += xp.multiply(grad, 1 - beta1, out=tmp)
-        v *= beta2
-        v += xp.multiply(xp.multiply(grad, 1 - beta2, out=tmp), grad, out=tmp)
-        # sqrt(v_hat) + eps = sqrt(v) / sqrt(1 - beta2**t) + eps; Python floats keep it float32
-        denom = xp.sqrt(v, out=tmp)
-        denom /= math.sqrt(1 - beta2**t)
-        denom += eps
-        step = xp.divide(m, denom, out=tmp)
-        step *= lr / (1 - beta1**t)
-        p.data -= step
+        t = state["step"]
+        m = state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * g
+        v = state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * g**2
+        m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)
+        p.data -= lr * m_hat / (xp.sqrt(v_hat) + eps)

@@ -2,16 +2,17 @@
 its own hyperparameters, as in PyTorch), per-parameter state (momentum buffers, moment
 estimates), and saves and restores both.
 
-A subclass defines ``_update(p, grad, state, group)``, which changes ``p.data`` in place from
-the gradient array ``grad``, and names its per-parameter state in ``array_state`` (arrays
-shaped like the parameter) and ``scalar_state`` (integers such as a step count). Updates write
-their intermediate results into ``scratch`` buffers with ``out=`` instead of making a new
-temporary for each operation: fewer passes over memory and nothing to allocate per step.
+A subclass defines ``_update(p, grad, state, group)``, the update rule of its docstring written
+as array expressions: it changes ``p.data`` in place (``p.data -= ...``) from the gradient array
+``grad``. It names its per-parameter state in ``array_state`` (arrays shaped like the parameter)
+and ``scalar_state`` (integers such as a step count). ``_update`` is the reference
+implementation; ``step`` runs the one ``dlscratch.paths`` picks, by default a fast version that
+makes no temporaries (``dlscratch/fast/optim.py``).
 """
 
 import math
 
-from .. import backend
+from .. import backend, paths
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 
@@ -26,7 +27,6 @@ class Optimizer:
     def __init__(self, params, defaults):
         self.defaults = {k: _plain(v) for k, v in defaults.items()}
         self.state = {}  # Parameter -> dict of its state, created by the first step that updates it
-        self._scratch = {}  # (which, shape, dtype, array type) -> a work array, shared by same-shaped parameters
         self.param_groups = []
         if isinstance(params, Tensor):
             raise TypeError(f"{type(self).__name__}: pass an iterable of parameters, such as model.parameters() or [w]")
@@ -83,21 +83,16 @@ class Optimizer:
 
     def step(self):
         """Update every parameter that has a gradient, in place, recording no graph."""
+        update = paths.pick(type(self)._update)  # the reference rule, or its fast version
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
                     if p.grad is not None:
-                        self._update(p, p.grad.data, self.state.setdefault(p, {}), group)
-
-    def scratch(self, p, which=0):
-        """A work array shaped like ``p`` (uninitialised), kept from step to step; ``which`` picks one
-        of several. Its values last only until the next ``_update``."""
-        key = (which, p.data.shape, p.data.dtype, type(p.data))
-        if key not in self._scratch:
-            self._scratch[key] = backend.get_array_module(p.data).empty_like(p.data)
-        return self._scratch[key]
+                        update(self, p, p.grad.data, self.state.setdefault(p, {}), group)
 
     def _update(self, p, grad, state, group):
+        """Update ``p.data`` in place from ``grad`` (an array shaped like ``p``) and this parameter's
+        ``state`` (a dict, empty at its first step), with the hyperparameters of its ``group``."""
         raise NotImplementedError(f"{type(self).__name__} must define _update()")
 
     # ----- saving and loading -----

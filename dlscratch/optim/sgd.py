@@ -1,6 +1,5 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
 
-from ..backend import get_array_module
 from .optimizer import Optimizer
 
 
@@ -28,21 +27,15 @@ class SGD(Optimizer):
             raise ValueError("SGD: nesterov=True needs momentum > 0 and dampening = 0")
 
     def _update(self, p, grad, state, group):
-        xp = get_array_module(p.data)
-        lr, momentum, weight_decay = float(group["lr"]), float(group["momentum"]), float(group["weight_decay"])
-        tmp = self.scratch(p)
+        lr, momentum = float(group["lr"]), float(group["momentum"])
+        dampening, weight_decay = float(group["dampening"]), float(group["weight_decay"])
+        g = grad
         if weight_decay:
-            grad = xp.add(grad, xp.multiply(p.data, weight_decay, out=tmp), out=tmp)
+            g = g + weight_decay * p.data
         if momentum:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = grad.copy()
-            else:
-                buf *= momentum
-                dampening = float(group["dampening"])
-                buf += grad if dampening == 0 else xp.multiply(grad, 1 - dampening, out=self.scratch(p, 1))
-            if group["nesterov"]:
-                grad = xp.add(grad, xp.multiply(buf, momentum, out=self.scratch(p, 1)), out=tmp)
-            else:
-                grad = buf
-        p.data -= xp.multiply(grad, lr, out=tmp)
+            b = state.get("momentum_buffer")
+            # at t = 1, a copy: g may be the array of p.grad, which the buffer must not share
+            b = g.copy() if b is None else momentum * b + (1 - dampening) * g
+            state["momentum_buffer"] = b
+            g = g + momentum * b if group["nesterov"] else b
+        p.data -= lr * g

@@ -1,0 +1,24 @@
+"""The fast path: where dlscratch's speed lives, apart from the code a learner reads first.
+
+Each module here holds the fast implementation of operations whose reference implementation is
+in ``dlscratch/functions/`` or ``dlscratch/optim/``: the same signature, the same numbers (tests
+run both and compare), and a docstring that says what makes it faster, by how much, measured on
+which machine. ``dlscratch.paths`` picks one or the other; ``dlscratch.reference()`` runs the
+reference path. Importing this package registers every fast version.
+
+The tricks, and where each lives:
+
+- ``layout.py``: the batch-last layout. A convolution's GEMM produces ``(O, Ho, Wo, N)``; its
+  output is a view of that memory, and the operations after it keep the layout, so no transposing
+  copy is paid between layers.
+- ``threads.py``: large copies split over the CPU's cores in Python threads (NumPy copies on one).
+- ``im2col.py``: column matrices filled by strided-slice copies from batch-last memory, in threads;
+  the CUDA kernels of ``conv_kernels.py`` on the GPU.
+- ``conv.py``: the bias as one more row of the GEMM, the column matrix kept for reuse, col2im in
+  cache-sized bands.
+- ``pooling.py``: the separable maximum with 1-byte winner offsets, and the max-pool backward
+  variants lesson 05 compares; ``dropout.py``: masks drawn in the input's layout.
+- ``optim.py``: parameter updates without temporaries (``out=``).
+"""
+
+from . import conv, dropout, im2col, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)

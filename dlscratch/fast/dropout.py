@@ -1,0 +1,60 @@
+"""Fast dropout: the mask drawn in the input's memory layout.
+
+A convolution's output is stored batch-last (``layout.py``). The reference draws its mask in C
+order, so the product ``x * mask`` mixes two layouts, and NumPy's elementwise loops over mixed
+layouts are slow: on the Keras CNN's (128, 64, 12, 12) float32 activations the multiply took
+1.3 ms with a C-ordered mask against 0.12 ms with a mask in ``x``'s layout (2-core AMD EPYC,
+NumPy 2.4, median of 15). For a C-ordered input the two paths draw the same numbers from the
+same seed and take the same time.
+
+The whole forward on that batch-last input: 2.2 ms against the reference's 3.8 ms (median of 9;
+drawing the random numbers is most of both). The backward, given a C-ordered ``gy`` as Flatten's
+backward gives it, copies ``gy`` into the mask's layout first: 1.4 ms against the reference's
+0.4 ms, where the C-ordered mask meets ``gy`` directly; in exchange the input gradient comes out
+batch-last, in the layout of the convolution's output it flows back into.
+"""
+
+from ..backend import get_array_module
+from ..creation import generator
+from ..function import Function
+from ..functions.dropout import check_probability
+from ..functions.dropout import dropout as reference_dropout
+from ..paths import fast_version_of
+from .layout import in_layout_of, memory_order
+
+
+class Dropout(Function):
+    """The reference's ``y = x * mask`` with the mask drawn in ``x``'s memory order, so the
+    product runs over two arrays of one layout and keeps it (``Flatten`` then takes a batch-last
+    input as a view)."""
+
+    saves_inputs = False  # backward does not read the inputs' values
+
+    def __init__(self, p):
+        self.p = p
+
+    def forward(self, x):
+        xp = get_array_module(x)
+        order = memory_order(x)
+        uniform = generator(xp).random(
+            tuple(x.shape[axis] for axis in order), dtype=x.dtype if x.dtype == xp.float64 else xp.float32
+        )
+        mask = xp.greater_equal(uniform, self.p, out=uniform.astype(x.dtype, copy=False))  # 0/1 in place
+        mask /= 1 - self.p  # as the reference computes it: the same numbers
+        self.mask = mask.transpose([order.index(axis) for axis in range(x.ndim)])
+        return x * self.mask
+
+    def backward(self, gy):
+        # gy often comes C-ordered from Flatten's backward: one transposing copy into the mask's
+        # layout, then a contiguous product, is faster than a mixed-layout product
+        return in_layout_of(gy, self.mask) * self.mask
+
+
+@fast_version_of(reference_dropout)
+def dropout(x, p=0.5, training=True):
+    p = check_probability(p)
+    if not training or p == 0:
+        return x
+    if x.dtype.kind != "f":
+        raise TypeError(f"dropout: expected a floating-point tensor, got {x.dtype}")
+    return Dropout(p)(x)

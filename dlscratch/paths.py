@@ -1,0 +1,98 @@
+"""Two paths through one library: the reference implementations, and the fast ones behind a switch.
+
+Every operation has a **reference implementation**: the plainest correct forward and backward,
+vectorised but without tricks, the version a lesson derives (``functions/``). Some operations
+also have a **fast implementation** in ``dlscratch/fast/``: the same signature, the same numbers,
+and a docstring that says what makes it faster and by how much. The fast path is the default;
+the reference path runs everything on the reference implementations:
+
+    with dlscratch.reference():          # the reference path inside the block
+        loss = F.cross_entropy(model(x), y)
+
+    DLSCRATCH_REFERENCE=1 python train.py    # the reference path for a whole run
+
+A reference module marks its public entry points with ``@dispatch``; a fast module registers its
+version with ``@fast_version_of(reference_function)``. Reference modules never import from
+``dlscratch.fast`` (a test checks it), so reading ``functions/`` never leads into the tricks.
+"""
+
+import contextlib
+import functools
+import threading
+
+from .memory import env_flag
+
+
+class _PathState(threading.local):
+    fast = not env_flag("DLSCRATCH_REFERENCE", default=False)
+
+
+_state = _PathState()
+_fast_versions = {}  # reference function -> its fast version
+
+
+def fast_path_enabled():
+    """True when operations run their fast implementations (the default)."""
+    return _state.fast
+
+
+@contextlib.contextmanager
+def reference():
+    """Run everything inside the ``with`` block (or the decorated function) on the reference path."""
+    previous, _state.fast = _state.fast, False
+    try:
+        yield
+    finally:
+        _state.fast = previous
+
+
+@contextlib.contextmanager
+def fast():
+    """Run the ``with`` block on the fast path (the default; for fast-only variants inside a
+    ``reference()`` block, or a whole run with ``DLSCRATCH_REFERENCE=1``)."""
+    previous, _state.fast = _state.fast, True
+    try:
+        yield
+    finally:
+        _state.fast = previous
+
+
+def dispatch(reference_function):
+    """Decorator for a reference module's public function: calls run its fast version, when one
+    is registered and the fast path is on, and the reference function itself otherwise."""
+
+    @functools.wraps(reference_function)
+    def call(*args, **kwargs):
+        if _state.fast:
+            fast = _fast_versions.get(reference_function)
+            if fast is not None:
+                return fast(*args, **kwargs)
+        return reference_function(*args, **kwargs)
+
+    call.reference = reference_function
+    return call
+
+
+def fast_version_of(function):
+    """Decorator for a fast module: register the decorated function as the fast version of
+    ``function`` (a reference function, or its ``@dispatch`` wrapper)."""
+    reference_function = getattr(function, "reference", function)
+
+    def register(fast):
+        _fast_versions[reference_function] = fast
+        return fast
+
+    return register
+
+
+def pick(reference_function):
+    """The implementation of ``reference_function`` that the current path runs."""
+    reference_function = getattr(reference_function, "reference", reference_function)
+    if _state.fast:
+        return _fast_versions.get(reference_function, reference_function)
+    return reference_function
+
+
+def fast_versions():
+    """``{reference function: fast version}`` of everything registered (for tests and benchmarks)."""
+    return dict(_fast_versions)

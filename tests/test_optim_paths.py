@@ -1,0 +1,97 @@
+"""The optimizers' two paths: the reference updates of ``optim/`` and the fast ones of
+``dlscratch/fast/optim.py`` give the same parameters and state, and the fast ones allocate nothing."""
+
+import gc
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+
+import dlscratch
+import dlscratch.fast.optim as fast_optim  # importing registers the fast updates
+from dlscratch import nn, optim, paths
+
+CONFIGS = {
+    "sgd": lambda ps: optim.SGD(ps, lr=0.1),
+    "sgd momentum": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
+    "sgd nesterov": lambda ps: optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True),
+    "sgd weight_decay": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
+    "sgd dampening": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.3),
+    "adam": lambda ps: optim.Adam(ps, lr=0.01),
+    "adam weight_decay": lambda ps: optim.Adam(ps, lr=0.01, betas=(0.8, 0.99), weight_decay=0.1),
+    "adadelta": lambda ps: optim.AdaDelta(ps),
+    "adadelta weight_decay": lambda ps: optim.AdaDelta(ps, lr=0.5, rho=0.95, weight_decay=0.05),
+}
+
+
+def _five_steps(make, on_fast_path):
+    """Parameters (3, 4) and (2,) after five steps on random gradients, and the optimizer."""
+    rng = np.random.default_rng(0)
+    params = [nn.Parameter(rng.standard_normal(shape).astype(np.float32)) for shape in ((3, 4), (2,))]
+    opt = make(params)
+    with paths.fast() if on_fast_path else paths.reference():
+        for _ in range(5):
+            for p in params:
+                p.grad = dlscratch.tensor(rng.standard_normal(p.shape).astype(np.float32))
+            opt.step()
+    return params, opt
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_both_paths_give_the_same_parameters_and_state(name):
+    reference_params, reference_opt = _five_steps(CONFIGS[name], on_fast_path=False)
+    fast_params, fast_opt = _five_steps(CONFIGS[name], on_fast_path=True)
+    for p, q in zip(reference_params, fast_params):
+        assert q.dtype == np.float32 and q._version == p._version == 5
+        # atol: the paths round the update differently (~1e-9 here), which is not small relative to
+        # a parameter that the steps bring close to 0
+        np.testing.assert_allclose(q.numpy(), p.numpy(), rtol=1e-6, atol=1e-7)
+        state, fast_state = reference_opt.state[p], fast_opt.state[q]
+        assert state.keys() == fast_state.keys()
+        for key, value in state.items():
+            np.testing.assert_allclose(fast_state[key], value, rtol=1e-6, err_msg=key)
+
+
+def test_pick_gives_the_fast_update_on_the_fast_path_and_the_reference_one_inside_reference(fast_path):
+    assert paths.pick(optim.SGD._update) is fast_optim.sgd_update
+    with dlscratch.reference():
+        assert paths.pick(optim.SGD._update) is optim.SGD._update
+    assert paths.pick(optim.SGD._update) is fast_optim.sgd_update
+
+
+def test_each_optimizer_has_its_fast_update():
+    for cls, fast in [(optim.SGD, fast_optim.sgd_update), (optim.Adam, fast_optim.adam_update),
+                      (optim.AdaDelta, fast_optim.adadelta_update)]:
+        with paths.fast():
+            assert paths.pick(cls._update) is fast
+        with paths.reference():
+            assert paths.pick(cls._update) is cls._update
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_fast_steps_allocate_no_parameter_sized_temporaries(name, fast_path):
+    p = nn.Parameter(np.ones(250_000, np.float32))  # 1 MB
+    opt = CONFIGS[name]([p])
+    p.grad = dlscratch.tensor(np.full(250_000, 0.5, np.float32))
+    for _ in range(2):  # the first steps create the state and the work arrays
+        opt.step()
+    tracemalloc.start()
+    try:
+        opt.step()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < p.data.nbytes // 2, f"one step allocated {peak} bytes at its peak"
+
+
+def test_work_arrays_go_with_their_optimizer(fast_path):
+    p = nn.Parameter(np.ones(3, np.float32))
+    opt = optim.Adam([p])
+    p.grad = dlscratch.tensor([1.0, 2.0, 3.0])
+    opt.step()
+    assert opt in fast_optim._work_arrays
+    gone = weakref.ref(opt)
+    del opt
+    gc.collect()
+    assert gone() is None  # the cache does not keep the optimizer (or its work arrays) alive
