@@ -28,3 +28,24 @@ def test_every_test_the_readme_names_exists():
         tests = _test_names(path)
         assert tests, f"{filename} holds no tests"
         assert not name or name in tests, f"README names {filename}::{name}, which does not exist"
+
+
+def _lines(pattern):
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in ROOT.glob(pattern))
+
+
+def test_the_line_counts_of_the_two_paths_are_close_to_the_truth():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| [^|]+ \| ([\d,]+) \| `([^`]+)` \|$", text, flags=re.M)
+    table = {where: int(count.replace(",", "")) for count, where in rows}
+    actual = {
+        "dlscratch/*.py": _lines("dlscratch/*.py") - _lines("dlscratch/__init__.py") - _lines("dlscratch/viz.py")
+        - _lines("dlscratch/checkpoint.py") - _lines("dlscratch/gradcheck.py") - _lines("dlscratch/memory.py"),
+        "functions/": _lines("dlscratch/functions/*.py"),
+        "nn/": _lines("dlscratch/nn/**/*.py"),
+        "optim/": _lines("dlscratch/optim/*.py"),
+        "fast/": _lines("dlscratch/fast/*.py"),
+    }
+    for where, count in actual.items():
+        stated = table[where]
+        assert abs(stated - count) <= 0.2 * count, f"README says {stated} lines in {where}, there are {count}"
