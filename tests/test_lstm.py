@@ -418,7 +418,7 @@ def test_pointwise_forward_and_backward_match_the_reference(backend, peephole):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("peephole", [False, True])
-def test_fused_kernels_equal_the_plain_path_on_the_gpu(peephole):
+def test_fused_kernels_equal_the_plain_path_on_the_gpu(fast_path, peephole):
     if not B.gpu_available():
         pytest.skip(f"no usable GPU: {B.gpu_unavailable_reason()}")
     xp = B.module_for("gpu")
@@ -455,9 +455,15 @@ def test_lstm_on_the_gpu_equals_the_cpu():
         np.testing.assert_allclose(p.grad.numpy(), g_cpu, rtol=1e-4, atol=1e-5)
 
 
-def test_fused_kernel_is_refused_on_the_cpu():
+def test_fused_kernel_is_refused_on_the_cpu(fast_path):
     z, c_prev = np.zeros((1, 8), np.float32), np.zeros((1, 2), np.float32)
     with pytest.raises(ValueError, match="fused point-wise kernel runs on the GPU only"):
+        lstm_pointwise_forward(z, c_prev, fused=True)
+
+
+def test_the_reference_path_has_no_fused_kernel():
+    z, c_prev = np.zeros((1, 8), np.float32), np.zeros((1, 2), np.float32)
+    with dlscratch.reference(), pytest.raises(ValueError, match="fused=True picks the fast path's CUDA kernel"):
         lstm_pointwise_forward(z, c_prev, fused=True)
 
 

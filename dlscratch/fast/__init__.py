@@ -19,6 +19,8 @@ The tricks, and where each lives:
 - ``pooling.py``: the separable maximum with 1-byte winner offsets, and the max-pool backward
   variants lesson 05 compares; ``dropout.py``: masks drawn in the input's layout.
 - ``optim.py``: parameter updates without temporaries (``out=``).
+- ``matmul.py``: outer products (weight gradients at batch size 1) as padded GEMMs.
+- ``lstm.py``: the LSTM's point-wise half as one fused CUDA kernel (``lstm_kernels.py``).
 """
 
-from . import conv, dropout, im2col, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)
+from . import conv, dropout, im2col, lstm, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)

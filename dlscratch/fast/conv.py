@@ -11,9 +11,9 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
   large as ``cols`` going out to memory and back; this took about a fifth off that step here.
 - **No transposes.** The output is a view ``(N, O, Ho, Wo)`` of the product's ``(O, Ho, Wo, N)``
   memory (``layout.py``): the next convolution's im2col and this one's backward find their arrays
-  already in order (the CUDA seminar's advice: avoid transposes).
+  already in order (Fixstars's CUDA seminar vol. 3 (2022) advises avoiding transposes).
 - **The column matrix is reused.** The largest array here is borrowed from ``COLUMN_CACHE`` for as
-  long as the graph lives (the seminar's other advice: reuse large buffers).
+  long as the graph lives (the same seminar's other advice: reuse large buffers).
 - **Gradients adopted without copies** (``fresh_grads``): each gradient is a new GEMM result.
 
 Measured on a 2-core AMD EPYC, NumPy 2, OpenBLAS (``python -m dlscratch.bench conv`` prints the

@@ -17,7 +17,7 @@ batch-last, in the layout of the convolution's output it flows back into.
 from ..backend import get_array_module
 from ..creation import generator
 from ..function import Function
-from ..functions.dropout import check_probability
+from ..functions.dropout import apply_dropout
 from ..functions.dropout import dropout as reference_dropout
 from ..paths import fast_version_of
 from .layout import in_layout_of, memory_order
@@ -52,9 +52,4 @@ class Dropout(Function):
 
 @fast_version_of(reference_dropout)
 def dropout(x, p=0.5, training=True):
-    p = check_probability(p)
-    if not training or p == 0:
-        return x
-    if x.dtype.kind != "f":
-        raise TypeError(f"dropout: expected a floating-point tensor, got {x.dtype}")
-    return Dropout(p)(x)
+    return apply_dropout(Dropout, x, p, training)

@@ -34,12 +34,18 @@ def check_probability(p):
     return float(p)
 
 
-@dispatch
-def dropout(x, p=0.5, training=True):
-    """Inverted dropout of ``x`` (any shape) when ``training``; the identity otherwise (or for p=0)."""
+def apply_dropout(node, x, p, training):
+    """``node(p)(x)`` (a dropout Function) after checking the arguments; ``x`` itself when not
+    ``training`` or for ``p = 0``. Shared by both paths."""
     p = check_probability(p)
     if not training or p == 0:
         return x
     if x.dtype.kind != "f":
         raise TypeError(f"dropout: expected a floating-point tensor, got {x.dtype}")
-    return Dropout(p)(x)
+    return node(p)(x)
+
+
+@dispatch
+def dropout(x, p=0.5, training=True):
+    """Inverted dropout of ``x`` (any shape) when ``training``; the identity otherwise (or for p=0)."""
+    return apply_dropout(Dropout, x, p, training)

@@ -9,9 +9,11 @@ followed by the point-wise half (``lstm_pointwise.py``). The backward is the sam
 the point-wise backward gives ``gz: (N, 4H)``, and four GEMMs give the rest.
 """
 
+import operator
+
 from ..function import Function
+from ..paths import dispatch
 from .lstm_pointwise import lstm_pointwise_backward, lstm_pointwise_forward
-from .matmul import _outer_or_matmul
 
 
 class LSTMCell(Function):
@@ -20,10 +22,9 @@ class LSTMCell(Function):
     Outputs ``(h', c')``, each ``(N, H)``."""
 
     saves_outputs = True  # backward reads the output too
-
-
     name = "lstm_cell"
     fresh_grads = True
+    weight_product = staticmethod(operator.matmul)  # gz.T @ x; the fast path writes outer products faster
 
     def __init__(self, bias=True, peephole=False):
         self.bias, self.peephole = bias, peephole
@@ -44,7 +45,7 @@ class LSTMCell(Function):
         x, h, c, W_ih, W_hh, gates, c_next, tanh_c, peephole = self.saved
         gz, gc_prev, gpeephole = lstm_pointwise_backward(gates, c, c_next, tanh_c, gh, gc, peephole)
         gz_t = gz.T
-        grads = [gz @ W_ih, gz @ W_hh, gc_prev, _outer_or_matmul(gz_t, x), _outer_or_matmul(gz_t, h)]
+        grads = [gz @ W_ih, gz @ W_hh, gc_prev, self.weight_product(gz_t, x), self.weight_product(gz_t, h)]
         if self.bias:
             gb = gz.sum(axis=0)
             grads += [gb, gb.copy()]
@@ -73,17 +74,23 @@ def check_cell_shapes(x, h, c, W_ih, W_hh, biases=()):
             raise ValueError(f"expected {name} of shape ({4 * H},), got {b.shape}")
 
 
+@dispatch
 def lstm_cell(input, hx, weight_ih, weight_hh, bias_ih=None, bias_hh=None, *, peephole=None):
     """One LSTM step, PyTorch's ``lstm_cell``: ``input: (N, I)`` or ``(I,)``, ``hx = (h, c)``, each
     ``(N, H)`` (or ``(H,)``), ``weight_ih: (4H, I)``, ``weight_hh: (4H, H)``, ``bias_ih, bias_hh: (4H,)``
     (both or neither). ``peephole``: ``(p_i, p_f, p_o)``, each ``(H,)``, or None. Returns ``(h', c')``.
     """
+    return apply_lstm_cell(LSTMCell, input, hx, weight_ih, weight_hh, bias_ih, bias_hh, peephole)
+
+
+def apply_lstm_cell(node, input, hx, weight_ih, weight_hh, bias_ih, bias_hh, peephole):
+    """``lstm_cell``'s checks and unbatched input, around ``node`` (an LSTMCell class): shared by both paths."""
     h, c = _pair(hx)
     if (bias_ih is None) != (bias_hh is None):
         raise ValueError("lstm_cell: give both bias_ih and bias_hh, or neither")
     if input.ndim == 1:  # one sample without a batch dimension, as PyTorch allows
-        h_next, c_next = lstm_cell(input.reshape(1, -1), (h.reshape(1, -1), c.reshape(1, -1)), weight_ih,
-                                   weight_hh, bias_ih, bias_hh, peephole=peephole)
+        h_next, c_next = apply_lstm_cell(node, input.reshape(1, -1), (h.reshape(1, -1), c.reshape(1, -1)),
+                                         weight_ih, weight_hh, bias_ih, bias_hh, peephole)
         return h_next.reshape(-1), c_next.reshape(-1)
     inputs = [input, h, c, weight_ih, weight_hh]
     if bias_ih is not None:
@@ -94,7 +101,7 @@ def lstm_cell(input, hx, weight_ih, weight_hh, bias_ih=None, bias_hh=None, *, pe
             raise ValueError(f"lstm_cell: peephole must be three weights (p_i, p_f, p_o) of shape ({H},), got "
                              f"{[tuple(getattr(p, 'shape', ())) for p in peephole]}")
         inputs += list(peephole)
-    return LSTMCell(bias=bias_ih is not None, peephole=peephole is not None)(*inputs)
+    return node(bias=bias_ih is not None, peephole=peephole is not None)(*inputs)
 
 
 def _pair(hx):

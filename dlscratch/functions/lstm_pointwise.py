@@ -12,12 +12,12 @@ MATLAB Answers model); without them these are PyTorch's ``LSTMCell`` equations. 
 ``0.5 * tanh(0.5 x) + 0.5``, the same function, which cannot overflow for any ``x``.
 
 Here is the plain NumPy (or CuPy) path: a handful of whole-array operations, written into
-preallocated buffers where the caller gives them. On the GPU each direction instead runs as one
-fused CUDA kernel (``lstm_kernels.py``) that computes the same numbers in one pass over memory.
+preallocated buffers where the caller gives them. On the GPU, the fast path (``fast/lstm.py``)
+runs each direction as one fused CUDA kernel that computes the same numbers in one pass over memory.
 """
 
 from .. import backend
-from . import lstm_kernels
+from ..paths import dispatch
 
 
 def _sigmoid_(a, xp):
@@ -29,23 +29,20 @@ def _sigmoid_(a, xp):
     return a
 
 
+@dispatch
 def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, tanh_c_out=None, fused=None):
     """Apply the gate non-linearities and the cell update.
 
     ``z: (N, 4H)`` pre-activations, overwritten with the activated gates ``[i, f, g, o]``;
     ``c_prev: (N, H)``; ``peephole``: ``(p_i, p_f, p_o)``, each ``(H,)``, or None. Returns
     ``(h, c, tanh_c)``, each ``(N, H)``, written into ``h_out``, ``c_out`` and ``tanh_c_out`` when given.
-    ``z``, ``c`` and ``tanh_c`` are what ``lstm_pointwise_backward`` needs. ``fused``: use the CUDA
-    kernel (default: on the GPU); False runs the plain path on either device.
+    ``z``, ``c`` and ``tanh_c`` are what ``lstm_pointwise_backward`` needs. ``fused`` picks the fast
+    path's CUDA kernel (there: default on the GPU); the reference path has the plain path only.
     """
+    no_kernel(fused)
     xp = backend.get_array_module(z)
     H = c_prev.shape[1]
-    h = xp.empty_like(c_prev) if h_out is None else h_out
-    c = xp.empty_like(c_prev) if c_out is None else c_out
-    tanh_c = xp.empty_like(c_prev) if tanh_c_out is None else tanh_c_out
-    if _use_kernel(fused, xp):
-        lstm_kernels.forward_kernel(z, c_prev, peephole, h, c, tanh_c)
-        return h, c, tanh_c
+    h, c, tanh_c = outputs_like(c_prev, h_out, c_out, tanh_c_out)
     i, f, g, o = (z[:, k * H:(k + 1) * H] for k in range(4))
     if peephole is not None:
         i += peephole[0] * c_prev
@@ -65,6 +62,7 @@ def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, tan
     return h, c, tanh_c
 
 
+@dispatch
 def lstm_pointwise_backward(gates, c_prev, c, tanh_c, gh, gc, peephole=None, gz_out=None, fused=None):
     """Gradients through the point-wise half of a step.
 
@@ -74,33 +72,41 @@ def lstm_pointwise_backward(gates, c_prev, c, tanh_c, gh, gc, peephole=None, gz_
     ``gz_out`` when given), ``gc_prev: (N, H)``, and ``(gp_i, gp_f, gp_o)`` summed over the batch
     (None without peepholes). ``fused`` as for the forward.
     """
+    no_kernel(fused)
     xp = backend.get_array_module(gates)
-    if gh is None:
-        gh = xp.zeros_like(c)
-    if gc is None:
-        gc = xp.zeros_like(c)
-    gz = xp.empty_like(gates) if gz_out is None else gz_out
-    gc_prev = xp.empty_like(c)
-    if _use_kernel(fused, xp):
-        lstm_kernels.backward_kernel(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev)
-    else:
-        _backward_plain(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev, xp)
+    gh, gc, gz, gc_prev = backward_buffers(gates, c, gh, gc, gz_out)
+    _backward_plain(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev, xp)
+    return gz, gc_prev, peephole_gradients(gz, c_prev, c, peephole)
+
+
+def no_kernel(fused):
+    if fused:
+        raise ValueError(
+            "lstm: fused=True picks the fast path's CUDA kernel (dlscratch/fast/lstm.py); the reference path "
+            "runs the plain path: leave fused=None, or run outside dlscratch.reference()"
+        )
+
+
+def outputs_like(c_prev, *outs):
+    """The given output buffers, with new arrays like ``c_prev: (N, H)`` for those that are None."""
+    xp = backend.get_array_module(c_prev)
+    return tuple(xp.empty_like(c_prev) if out is None else out for out in outs)
+
+
+def backward_buffers(gates, c, gh, gc, gz_out):
+    """``gh`` and ``gc`` (zeros for a missing one), and the arrays ``gz: (N, 4H)`` and ``gc_prev: (N, H)``."""
+    xp = backend.get_array_module(gates)
+    gh = xp.zeros_like(c) if gh is None else gh
+    gc = xp.zeros_like(c) if gc is None else gc
+    return gh, gc, xp.empty_like(gates) if gz_out is None else gz_out, xp.empty_like(c)
+
+
+def peephole_gradients(gz, c_prev, c, peephole):
+    """``(gp_i, gp_f, gp_o)``, each summed over the batch; None without peepholes."""
     if peephole is None:
-        return gz, gc_prev, None
+        return None
     H = c.shape[1]
-    gpeephole = (
-        (gz[:, :H] * c_prev).sum(axis=0),
-        (gz[:, H:2 * H] * c_prev).sum(axis=0),
-        (gz[:, 3 * H:] * c).sum(axis=0),
-    )
-    return gz, gc_prev, gpeephole
-
-
-def _use_kernel(fused, xp):
-    on_gpu = xp is not backend.numpy
-    if fused and not on_gpu:
-        raise ValueError("lstm: the fused point-wise kernel runs on the GPU only; use fused=None or False")
-    return on_gpu if fused is None else fused
+    return (gz[:, :H] * c_prev).sum(axis=0), (gz[:, H:2 * H] * c_prev).sum(axis=0), (gz[:, 3 * H:] * c).sum(axis=0)
 
 
 def _backward_plain(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev, xp):
