@@ -70,7 +70,8 @@ def test_pool_quick_table(backend):
 def test_cnn_quick_table(backend):
     headers, rows = cnn.run(quick=True)
     assert headers == cnn.HEADERS
-    expected = [("Keras CNN", "2", "dlscratch"), ("article net", "2", "dlscratch")]
+    expected = [("Keras CNN", "2", "dlscratch"), ("Keras CNN", "2", cnn.REFERENCE_PATH),
+                ("article net", "2", "dlscratch"), ("article net", "2", cnn.REFERENCE_PATH)]
     assert [(row[0], row[1], row[2]) for row in rows] == expected
     assert all(positive(row[3]) and row[4] == "-" for row in rows)
 

@@ -85,7 +85,9 @@ def test_quick_runs_cover_every_variant(backend):
         assert "dlscratch forward+backward, im2col 'strided'" in names
 
     _, rows = cnn.run(quick=True)
-    assert [row[0] for row in rows] == ["Keras CNN", "article net"]
+    assert [(row[0], row[2]) for row in rows] == [
+        (network, path) for network in ("Keras CNN", "article net") for path in ("dlscratch", cnn.REFERENCE_PATH)
+    ]
 
 
 def test_full_size_workloads_are_the_issues():

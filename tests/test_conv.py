@@ -128,71 +128,30 @@ def test_input_gradient_in_bands_of_one_output_row(fast_path, monkeypatch, x_sha
     np.testing.assert_allclose(x.grad.data, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_column_matrices_are_reused_once_their_graph_is_freed(fast_path, monkeypatch):
-    cache = conv_module.ColumnCache(limit=10_000, smallest=0)
-    monkeypatch.setattr(conv_module, "COLUMN_CACHE", cache)
-    x1, x2 = random((2, 2, 5, 5), 30), random((2, 2, 5, 5), 31)
-    w = dlscratch.tensor(random((3, 2, 3, 3), 32), requires_grad=True)
-    y1 = F.conv2d(x1, w, padding=1)
-    cols = y1.creator.cols
-    assert cache.free == []
-    del y1  # the graph goes, its column matrix comes back
-    assert len(cache.free) == 1 and cache.free[0] is cols
-    y2 = F.conv2d(x2, w, padding=1)
-    assert y2.creator.cols is cols and cache.free == []
-    y3 = F.conv2d(x1, w, padding=1)  # y2's graph is alive: a new buffer
-    assert y3.creator.cols is not cols
-    np.testing.assert_allclose(y2.data, conv_reference(x2, w.data, None, 1, 1), rtol=1e-5, atol=1e-5)
-    y2.backward(dlscratch.tensor(np.ones(y2.shape, np.float32)))  # dW needs x2's columns, not x1's
-    padded = np.pad(x2, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    for i, j in np.ndindex(3, 3):
-        expected = padded[:, :, i : i + 5, j : j + 5].sum(axis=(0, 2, 3))  # the same for every output channel
-        np.testing.assert_allclose(w.grad.data[:, :, i, j], np.broadcast_to(expected, (3, 2)), rtol=1e-5)
-
-
-def test_leaves_keep_conv_gradients_that_no_later_step_overwrites(fast_path, monkeypatch):
+def test_leaves_keep_conv_gradients_that_no_later_step_overwrites(fast_path):
     # Conv2d hands its gradients over without a copy (fresh_grads): none may alias the column
-    # matrix, which the cache lends to the next step's forward, or any other kept buffer.
+    # matrix or any other buffer that a later step writes.
     assert conv_module.Conv2d.fresh_grads
-    cache = conv_module.ColumnCache(limit=10_000, smallest=0)
-    monkeypatch.setattr(conv_module, "COLUMN_CACHE", cache)
     x = dlscratch.tensor(random((2, 2, 5, 5), 33), requires_grad=True)
     w = dlscratch.tensor(random((3, 2, 3, 3), 34), requires_grad=True)
     b = dlscratch.tensor(random((3,), 35), requires_grad=True)
     y = F.conv2d(x, w, b, padding=1)
     cols = y.creator.cols
     y.backward(dlscratch.tensor(random(y.shape, 36)))
-    del y
     kept = [t.grad.data for t in (x, w, b)]
     before = [g.copy() for g in kept]
     assert not any(np.shares_memory(g, cols) for g in kept)
     for t in (x, w, b):
         t.grad = None
-    y = F.conv2d(dlscratch.tensor(random((2, 2, 5, 5), 37)), w, b, padding=1)  # refills the same columns
-    assert y.creator.cols is cols
+    y = F.conv2d(dlscratch.tensor(random((2, 2, 5, 5), 37)), w, b, padding=1)
     y.backward(dlscratch.tensor(random(y.shape, 38)))
     for got, want in zip(kept, before):
         np.testing.assert_array_equal(got, want)
     assert not any(np.shares_memory(t.grad.data, g) for t in (w, b) for g in kept)
 
-
 def test_weight_gradient_is_the_product_with_the_columns():
     gy, cols = random((4, 50), 39), random((6, 50), 40)
     np.testing.assert_allclose(conv_module.weight_gradient(gy, cols), gy @ cols.T, rtol=1e-5, atol=1e-5)
-
-
-def test_column_cache_keeps_large_cpu_arrays_up_to_its_limit():
-    cache = conv_module.ColumnCache(limit=100, smallest=40)
-    cache.give(np.zeros(5, np.float32))  # 20 bytes: too small to keep
-    assert cache.free == []
-    a, b, c = (np.zeros(12, np.float32) for _ in range(3))  # 48 bytes each
-    cache.give(a)
-    cache.give(b)
-    cache.give(c)  # 144 bytes > 100: the oldest goes
-    assert [id(k) for k in cache.free] == [id(b), id(c)]
-    assert cache.take((12,), np.float32, np) is b and cache.take((3, 4), np.float32, np) is not c
-    cache.clear()
-    assert cache.free == []
 
 
 def test_only_the_needed_gradients_are_computed():

@@ -109,3 +109,25 @@ def test_a_forked_child_gets_threads_of_its_own(always_threaded):
             pytest.fail("the forked child hung on the parent's thread pool")
         time.sleep(0.01)
     assert os.read(read, 16) == bytes([0, 1, 2, 3])
+
+
+def test_a_fork_sees_no_copy_threads_and_both_sides_copy_again(always_threaded):
+    """The copy threads stop before os.fork(): the child starts single-threaded (no lock held by a
+    thread that does not exist there) and both processes start new threads at their next copy."""
+    x = np.random.default_rng(2).standard_normal((4, 3, 8, 8)).astype(np.float32)
+    expected = np.ascontiguousarray(x.transpose(1, 2, 3, 0))
+    to_batch_last(x)  # the threads are running now
+    assert any(t.name.startswith("dlscratch-copy") for t in threading.enumerate())
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running pytest's teardown
+        ok = not any(t.name.startswith("dlscratch-copy") for t in threading.enumerate())
+        ok = ok and np.array_equal(to_batch_last(x), expected)
+        os.write(write, b"ok" if ok else b"no")
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(read, 2) == b"ok" and os.waitstatus_to_exitcode(status) == 0
+    os.close(read)
+    assert np.array_equal(to_batch_last(x), expected)  # the parent copies in threads again
+    assert any(t.name.startswith("dlscratch-copy") for t in threading.enumerate())

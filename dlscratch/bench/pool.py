@@ -128,6 +128,6 @@ def summary(seconds, quick):
                      f"{verdict(ratio <= TARGET_RATIO, f'<= {TARGET_RATIO:g}')}")
     else:
         lines.append("PyTorch is not importable here: target not judged")
-    lines.append("reference (issue, same machine kind, which may differ from this one): "
+    lines.append("earlier measurement (same machine kind, which may differ from this one): "
                  "PyTorch ~10 ms, DeZero 0.0.13 67 ms")
     return lines

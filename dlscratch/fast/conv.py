@@ -12,15 +12,16 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
 - **No transposes.** The output is a view ``(N, O, Ho, Wo)`` of the product's ``(O, Ho, Wo, N)``
   memory (``layout.py``): the next convolution's im2col and this one's backward find their arrays
   already in order (Fixstars's CUDA seminar vol. 3 (2022) advises avoiding transposes).
-- **The column matrix is reused.** The largest array here is borrowed from ``COLUMN_CACHE`` for as
-  long as the graph lives (the same seminar's other advice: reuse large buffers).
+- **Large buffers are not given back to the system** (the same seminar's other advice: reuse large
+  buffers). That is done for the whole process by ``memory.py``; a cache of column matrices kept
+  here as well bought nothing once it was (Keras CNN step at batch 128: 68.7-70.6 ms with the cache,
+  68.7-69.4 ms without; 88.9-94.1 ms either way when freed memory goes back to the system), so it
+  was removed.
 - **Gradients adopted without copies** (``fresh_grads``): each gradient is a new GEMM result.
 
 Measured on a 2-core AMD EPYC, NumPy 2, OpenBLAS (``python -m dlscratch.bench conv`` prints the
 reference path beside this one).
 """
-
-import weakref
 
 from .. import backend
 from ..function import Function
@@ -34,48 +35,11 @@ from .threads import in_parts
 BAND_NUMBERS = 2**20  # numbers in one band of W.T @ gy (4 MB of float32)
 
 
-class ColumnCache:
-    """Large column matrices kept for reuse from one training step to the next.
-
-    glibc hands an array over 32 MB straight back to the operating system when it is freed, and
-    a new one is faulted in page by page: here, a fresh 115 MB column matrix (conv 32->64 at
-    batch 128) cost 7 ms more than refilling an old one, with ~120 ms for the layer's step. A
-    convolution borrows its column matrix from the cache and gives it back when its graph is
-    freed, so a training loop cycles through two per layer. NumPy only (CuPy has its own
-    memory pool); at most ``limit`` bytes are kept, the oldest dropped first.
-    """
-
-    def __init__(self, limit=2**29, smallest=2**25):
-        self.limit, self.smallest, self.free = limit, smallest, []
-
-    def take(self, shape, dtype, xp):
-        """A kept array of this shape, dtype and module, or a new (uninitialised) one."""
-        for k, a in enumerate(self.free):
-            if a.shape == shape and a.dtype == dtype and backend.get_array_module(a) is xp:
-                return self.free.pop(k)
-        return xp.empty(shape, dtype=dtype)
-
-    def give(self, a):
-        """Keep ``a`` for a later ``take`` (small and GPU arrays are left to their allocator)."""
-        if a.nbytes < self.smallest or backend.is_gpu_array(a):
-            return
-        self.free.append(a)
-        while sum(b.nbytes for b in self.free) > self.limit:
-            self.free.pop(0)
-
-    def clear(self):
-        self.free.clear()
-
-
-COLUMN_CACHE = ColumnCache()
-
-
 class Conv2d(Function):
     """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo).
 
-    ``self.cols`` is lent by ``COLUMN_CACHE`` until this function is freed with its graph; the
-    gradients never share it (or any other kept buffer): each is a new array, so a leaf may adopt
-    it without a copy (``fresh_grads``).
+    The gradients never share ``self.cols`` (or any other kept buffer): each is a new array, so a
+    leaf may adopt it without a copy (``fresh_grads``).
     """
 
     fresh_grads = True
@@ -89,8 +53,7 @@ class Conv2d(Function):
         # with a bias, the column matrix gets one more row, of ones, and the weight matrix the bias
         # as one more column: the GEMM adds the bias, and the weight-gradient GEMM sums gy for it
         shape = (rows + (bias is not None), g.cols_shape[1])
-        cols = COLUMN_CACHE.take(shape, x.dtype, backend.get_array_module(x))
-        weakref.finalize(self, COLUMN_CACHE.give, cols).atexit = False  # back to the cache with the graph
+        cols = backend.get_array_module(x).empty(shape, dtype=x.dtype)
         IM2COL[self.method](x, g, cols[:rows])
         matrix = weight.reshape(len(weight), -1)
         if bias is not None:
