@@ -8,6 +8,10 @@ The ``backend`` fixture runs one test body on NumPy and, where a GPU is usable, 
     def test_add(backend):        # backend is the array module: numpy or cupy
         x = dlscratch.tensor(backend.ones(3))
 
+The ``gpu`` fixture gives a test that needs a usable GPU the CuPy module (and marks it ``gpu``); the
+test is skipped, saying why, where there is none. ``no_gpu`` does the opposite, for the tests of
+what happens without one.
+
 The ``path`` fixture runs one test body on the reference path and on the fast path
 (``dlscratch.paths``); ``fast_path`` runs a test of a fast-only variant on the fast path even when
 the whole suite runs on the reference path (``DLSCRATCH_REFERENCE=1``).
@@ -61,3 +65,25 @@ def path(request):
 def fast_path():
     """Run the test on the fast path (for tests of fast-only variants and tricks)."""
     yield from _run_on(True)
+
+
+@pytest.fixture
+def gpu():
+    """CuPy, for a test that needs a usable GPU; skipped with the reason where there is none."""
+    if not dl_backend.gpu_available():
+        pytest.skip(f"no usable GPU: {dl_backend.gpu_unavailable_reason()}")
+    return dl_backend.cupy
+
+
+@pytest.fixture
+def no_gpu():
+    """For a test of what happens without a usable GPU; skipped where there is one."""
+    if dl_backend.gpu_available():
+        pytest.skip("checks what happens without a usable GPU, and one is usable here")
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that use the ``gpu`` fixture carry the ``gpu`` mark (``pytest -m "not gpu"`` leaves them out)."""
+    for item in items:
+        if "gpu" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.gpu)

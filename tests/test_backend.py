@@ -37,8 +37,7 @@ def test_use_unknown_name_lists_the_choices():
         B.use("tpu")
 
 
-@pytest.mark.skipif(B.gpu_available(), reason="checks the error raised without a GPU")
-def test_use_gpu_without_gpu_says_why(restore_numpy):
+def test_use_gpu_without_gpu_says_why(no_gpu, restore_numpy):
     reason = B.gpu_unavailable_reason()
     assert reason
     with pytest.raises(RuntimeError, match="no usable GPU") as info:
@@ -74,8 +73,7 @@ def test_environment_auto_selects_gpu_only_when_usable():
     assert result.stdout.split() == (["cupy", "gpu"] if B.gpu_available() else ["numpy", "cpu"])
 
 
-@pytest.mark.skipif(B.gpu_available(), reason="checks the error raised without a GPU")
-def test_environment_gpu_without_gpu_fails_at_import_saying_why():
+def test_environment_gpu_without_gpu_fails_at_import_saying_why(no_gpu):
     result = _import_in_subprocess("gpu")
     assert result.returncode != 0
     assert "RuntimeError: backend.use('gpu'): no usable GPU" in result.stderr
@@ -152,8 +150,7 @@ def test_gpu_available_is_a_stable_bool():
     assert (B.gpu_unavailable_reason() == "") == B.gpu_available()
 
 
-@pytest.mark.skipif(B.gpu_available(), reason="checks the error raised without a GPU")
-def test_to_gpu_without_gpu_raises_clearly():
+def test_to_gpu_without_gpu_raises_clearly(no_gpu):
     with pytest.raises(RuntimeError, match="to_gpu: no usable GPU"):
         B.to_gpu(np.ones(3))
 

@@ -260,10 +260,7 @@ def test_loading_into_a_model_of_another_shape_lists_every_problem(tmp_path):
         make_model(hidden=8).load_state_dict(state)
 
 
-@pytest.mark.gpu
-def test_checkpoints_move_between_devices(tmp_path):
-    if not backend.gpu_available():
-        pytest.skip(f"no usable GPU: {backend.gpu_unavailable_reason()}")
+def test_checkpoints_move_between_devices(gpu, tmp_path):
     model = make_model().to("gpu")
     dlscratch.save({"model": model.state_dict(), "raw": backend.to_gpu(numpy.arange(3))}, tmp_path / "g.npz")
     on_host = dlscratch.load(tmp_path / "g.npz")

@@ -174,10 +174,7 @@ def test_batches_are_on_the_current_device(backend):
         assert xb.dtype == numpy.float32 and yb.dtype == numpy.int32  # integers keep their dtype
 
 
-@pytest.mark.gpu
-def test_gpu_dataset_on_the_cpu_backend():
-    if not B.gpu_available():
-        pytest.skip(f"no usable GPU: {B.gpu_unavailable_reason()}")
+def test_gpu_dataset_on_the_cpu_backend(gpu):
     x, y = xy(6)
     dataset = TensorDataset(B.to_gpu(x), B.to_gpu(y))
     xb, yb = next(iter(DataLoader(dataset, batch_size=4, shuffle=True, seed=0)))

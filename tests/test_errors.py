@@ -141,9 +141,7 @@ def test_same_device_passes_the_check(fake_gpu):
     assert (a + b).item() == 3.0
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not B.gpu_available(), reason="needs a usable GPU")
-def test_mixing_real_devices():
+def test_mixing_real_devices(gpu):
     on_cpu, on_gpu = dlscratch.ones(2), dlscratch.ones(2, device="gpu")
     with pytest.raises(RuntimeError, match=r"add: .*input 0 is on cpu, input 1 is on gpu.*x.to\('gpu'\)"):
         on_cpu + on_gpu

@@ -416,11 +416,8 @@ def test_pointwise_forward_and_backward_match_the_reference(backend, peephole):
         assert gpeep is None
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("peephole", [False, True])
-def test_fused_kernels_equal_the_plain_path_on_the_gpu(fast_path, peephole):
-    if not B.gpu_available():
-        pytest.skip(f"no usable GPU: {B.gpu_unavailable_reason()}")
+def test_fused_kernels_equal_the_plain_path_on_the_gpu(gpu, fast_path, peephole):
     xp = B.module_for("gpu")
     N, H = 5, 7
     z, c_prev, gh, gc, p_i, p_f, p_o = (xp.asarray(a.astype(np.float32)) for a in arrays(
@@ -436,10 +433,7 @@ def test_fused_kernels_equal_the_plain_path_on_the_gpu(fast_path, peephole):
         np.testing.assert_allclose(B.to_cpu(fused), B.to_cpu(plain), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.gpu
-def test_lstm_on_the_gpu_equals_the_cpu():
-    if not B.gpu_available():
-        pytest.skip(f"no usable GPU: {B.gpu_unavailable_reason()}")
+def test_lstm_on_the_gpu_equals_the_cpu(gpu):
     lstm = nn.LSTM(4, 6, num_layers=2, bidirectional=True)
     x = dlscratch.randn(7, 3, 4)
     y_cpu, (h_cpu, _) = lstm(x)
@@ -467,10 +461,7 @@ def test_the_reference_path_has_no_fused_kernel():
         lstm_pointwise_forward(z, c_prev, fused=True)
 
 
-@pytest.mark.gpu
-def test_state_on_another_device_is_named():
-    if not B.gpu_available():
-        pytest.skip(f"no usable GPU: {B.gpu_unavailable_reason()}")
+def test_state_on_another_device_is_named(gpu):
     lstm = nn.LSTM(4, 5)
     h0 = dlscratch.zeros(1, 2, 5, device="gpu")
     with pytest.raises(RuntimeError, match=r"LSTM: h_0 is on gpu but the input is on cpu; move it with h_0.to"):

@@ -141,9 +141,7 @@ def test_to_dtype_casts_floating_parameters_and_buffers_in_place():
         net.to(np.int64)
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not dlscratch.backend.gpu_available(), reason="no usable GPU")
-def test_to_gpu_moves_parameters_buffers_and_grads_and_the_optimizer_follows():
+def test_to_gpu_moves_parameters_buffers_and_grads_and_the_optimizer_follows(gpu):
     net = Net()
     net(dlscratch.randn(4, 2)).sum().backward()
     opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)

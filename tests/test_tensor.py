@@ -171,15 +171,12 @@ def test_to_device():
         x.to("tpu")
 
 
-@pytest.mark.skipif(B.gpu_available(), reason="checks the error raised without a GPU")
-def test_to_gpu_without_gpu_raises():
+def test_to_gpu_without_gpu_raises(no_gpu):
     with pytest.raises(RuntimeError, match="no usable GPU"):
         dlscratch.tensor([1.0]).to("gpu")
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not B.gpu_available(), reason="needs a usable GPU")
-def test_to_gpu_and_back_carries_gradients():
+def test_to_gpu_and_back_carries_gradients(gpu):
     x = dlscratch.tensor([1.0, 2.0], requires_grad=True)
     g = x.to("gpu")
     assert g.device == "gpu" and B.is_gpu_array(g.data)
