@@ -5,8 +5,7 @@ be caught, whatever the memory order of the input."""
 import numpy as np
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import array_shapes
+from property_strategies import strided_arrays
 
 from dlscratch import Function, GradcheckError, gradcheck
 
@@ -64,19 +63,7 @@ def test_gradcheck_leaves_the_caller_s_array_unchanged():
     np.testing.assert_array_equal(x, before)
 
 
-@st.composite
-def _strided_arrays(draw):
-    """A float64 array in a random memory order: permuted axes, steps and reversals."""
-    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3))
-    steps = [draw(st.sampled_from([1, 2, -1, -2])) for _ in shape]
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    base = rng.uniform(1.0, 2.0, [n * abs(s) for n, s in zip(shape, steps)])
-    view = base[tuple(slice(None, None, s) for s in steps)]
-    dims = draw(st.permutations(range(len(shape))))
-    return view.transpose(dims)
-
-
-@given(x=_strided_arrays())
+@given(x=strided_arrays())
 def test_gradcheck_is_independent_of_memory_order(x):
     assert gradcheck(_square, x)
     assert not gradcheck(lambda t: ZeroBackwardSquare()(t), x, raise_exception=False)

@@ -6,41 +6,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from property_strategies import LAYOUTS, window_geometries
 
 import dlscratch
 import dlscratch.fast.pooling  # noqa: F401  (registers the fast versions)
 import dlscratch.functional as F
 from dlscratch import paths
 
-
-def c_order(a):
-    return np.ascontiguousarray(a)
-
-
-def batch_last(a):
-    """The same numbers stored as (C, H, W, N), as a convolution outputs them."""
-    return a.transpose(1, 2, 3, 0).copy().transpose(3, 0, 1, 2)
-
-
-def reversed_rows(a):
-    """The same numbers as a view with negative strides along H and W."""
-    return a[:, :, ::-1, ::-1].copy()[:, :, ::-1, ::-1]
-
-
-LAYOUTS = {"C order": c_order, "batch-last": batch_last, "negative strides": reversed_rows}
 POOLS = {"max": F.max_pool2d, "avg": F.avg_pool2d}
-
-
-@st.composite
-def geometries(draw):
-    """(x shape, kernel, stride, padding): kernel 1-4, stride 1-4, padding up to half the kernel."""
-    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    sh, sw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    ph, pw = draw(st.integers(0, kh // 2)), draw(st.integers(0, kw // 2))
-    h = draw(st.integers(max(1, kh - 2 * ph), kh - 2 * ph + 6))  # at least one window
-    w = draw(st.integers(max(1, kw - 2 * pw), kw - 2 * pw + 6))
-    shape = (draw(st.sampled_from([0, 1, 3])), draw(st.integers(1, 3)), h, w)
-    return shape, (kh, kw), (sh, sw), (ph, pw)
+POOLING_GEOMETRIES = window_geometries(max_stride=4, pooling=True)
 
 
 def run(pool, x, geometry, gy_of, fast):
@@ -69,7 +43,7 @@ def small_integers(scale=1, seed=0):
     return lambda shape: (np.random.default_rng(seed).integers(-9, 10, shape) * scale).astype(np.float32)
 
 
-@given(geometry=geometries(), layout=st.sampled_from(sorted(LAYOUTS)), op=st.sampled_from(sorted(POOLS)))
+@given(geometry=POOLING_GEOMETRIES, layout=st.sampled_from(sorted(LAYOUTS)), op=st.sampled_from(sorted(POOLS)))
 def test_both_paths_give_the_same_outputs_and_gradients(geometry, layout, op):
     shape, (kh, kw), _, _ = geometry
     size = int(np.prod(shape))
@@ -81,7 +55,7 @@ def test_both_paths_give_the_same_outputs_and_gradients(geometry, layout, op):
     np.testing.assert_array_equal(gx_fast, gx_ref)
 
 
-@given(geometry=geometries(), layout=st.sampled_from(sorted(LAYOUTS)))
+@given(geometry=POOLING_GEOMETRIES, layout=st.sampled_from(sorted(LAYOUTS)))
 def test_both_paths_agree_on_random_floats(geometry, layout):
     x = np.random.default_rng(2).standard_normal(geometry[0]).astype(np.float32)
     gy_of = lambda shape: np.random.default_rng(3).standard_normal(shape).astype(np.float32)  # noqa: E731
@@ -101,7 +75,7 @@ TIED = {
 }
 
 
-@given(geometry=geometries(), layout=st.sampled_from(sorted(LAYOUTS)), ties=st.sampled_from(sorted(TIED)))
+@given(geometry=POOLING_GEOMETRIES, layout=st.sampled_from(sorted(LAYOUTS)), ties=st.sampled_from(sorted(TIED)))
 def test_both_paths_send_a_tied_maximums_gradient_to_the_same_element(geometry, layout, ties):
     x = TIED[ties](np.random.default_rng(4), geometry[0])
     (y_ref, gx_ref), (y_fast, gx_fast) = both_paths(F.max_pool2d, LAYOUTS[layout](x), geometry, small_integers())

@@ -10,14 +10,11 @@ import operator
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+from property_strategies import BROADCAST_PAIRS as PAIRS
+from property_strategies import SEEDS, SHAPES
 
 import dlscratch
 from dlscratch import gradcheck
-
-SEEDS = st.integers(0, 2**32 - 1)
-PAIRS = mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
-SHAPES = array_shapes(min_dims=1, max_dims=4, max_side=3)
 
 
 def _unbroadcast(g, shape):
