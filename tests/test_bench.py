@@ -3,8 +3,11 @@
 These check that the benchmarks run and report sensible tables; they assert nothing on speed.
 """
 
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,3 +148,30 @@ def test_cli_runs_the_quick_suite():
 def test_cli_says_why_there_is_no_gpu(no_gpu):
     result = run_cli("autograd", "--quick", "--device", "gpu")
     assert result.returncode == 2 and "no usable GPU" in result.stderr
+
+
+def test_busy_cores_keep_cores_busy_and_stop_with_the_block():
+    from dlscratch.bench.busy import busy_cores
+
+    def cpu_seconds(pid):  # user time of a process, from /proc (Linux)
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) / os.sysconf("SC_CLK_TCK")
+
+    with busy_cores(1) as workers:
+        assert len(workers) == 1 and workers[0].poll() is None
+        time.sleep(0.5)  # past the interpreter's start
+        before = cpu_seconds(workers[0].pid)
+        time.sleep(0.5)
+        assert cpu_seconds(workers[0].pid) - before > 0.25, "the worker should burn a core"
+    assert workers[0].poll() is not None  # stopped with the block
+    with busy_cores(0) as none:
+        assert none == []
+
+
+def test_cli_runs_a_suite_beside_busy_processes():
+    result = run_cli("autograd", "--quick", "--busy", "1")
+    assert result.returncode == 0, result.stderr
+    assert "busy machine: 1 other process(es) each keep one CPU core busy" in result.stdout
+    assert "autograd:" in result.stdout
+    bad = run_cli("autograd", "--busy", "-1")
+    assert bad.returncode == 2 and "must be 0 or more, got -1" in bad.stderr

@@ -1,15 +1,23 @@
-"""``python -m dlscratch.bench SUITE [--repeat R] [--quick] [--device cpu|gpu|auto]``."""
+"""``python -m dlscratch.bench SUITE [--repeat R] [--quick] [--device cpu|gpu|auto] [--busy N]``."""
 
 import argparse
 
 from .. import backend
 from . import SUITES, load_suite
+from .busy import busy_cores
 
 
 def _positive_int(text):
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _count(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -25,6 +33,10 @@ def build_parser():
         "--device", choices=["cpu", "gpu", "auto"],
         help="where to run (default: $DLSCRATCH_DEVICE, else cpu); auto takes the GPU when one is usable",
     )
+    parser.add_argument(
+        "--busy", type=_count, default=0, metavar="N",
+        help="run beside N processes that each keep one CPU core busy (a shared machine); default 0",
+    )
     return parser
 
 
@@ -37,7 +49,10 @@ def main(argv=None):
         except RuntimeError as exc:
             parser.error(str(exc))
     print(backend.describe())
-    load_suite(args.suite).run(repeat=args.repeat, quick=args.quick)
+    if args.busy:
+        print(f"busy machine: {args.busy} other process(es) each keep one CPU core busy during the measurements")
+    with busy_cores(args.busy):
+        load_suite(args.suite).run(repeat=args.repeat, quick=args.quick)
 
 
 if __name__ == "__main__":
