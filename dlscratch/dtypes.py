@@ -26,24 +26,16 @@ def is_float(dtype):
 
 
 def operands(fn, arrays):
-    """``arrays``, the inputs of ``fn``, converted as the rule says (unchanged in the usual case,
-    where they all share one floating dtype)."""
-    first = arrays[0].dtype
-    for a in arrays:
-        if a.dtype is not first:
-            break
-    else:  # one dtype for all
-        if fn.float_result and not is_float(first):
-            return [a.astype(DEFAULT_FLOAT) for a in arrays]  # rule 3
-        return arrays
+    """``arrays``, the inputs of ``fn``, converted as the rule says. ``Function.__call__`` calls it
+    only when the dtypes differ, or when ``fn`` makes floats and gets integers alone."""
     keep = fn.integer_inputs
     floats = [a.dtype for i, a in enumerate(arrays) if is_float(a.dtype) and i not in keep]
-    if not floats:
-        target = DEFAULT_FLOAT if fn.float_result else None
+    if floats:
+        target = numpy.result_type(*floats)  # rule 1
+    elif fn.float_result:
+        target = DEFAULT_FLOAT  # rule 3
     else:
-        target = numpy.result_type(*floats)
-    if target is None:
-        return arrays
+        return arrays  # integers only, and an integer result
     return [a if is_float(a.dtype) or i in keep else a.astype(target) for i, a in enumerate(arrays)]
 
 

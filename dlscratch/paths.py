@@ -36,25 +36,31 @@ def fast_path_enabled():
     return _state.fast
 
 
-@contextlib.contextmanager
 def reference():
     """Run everything inside the ``with`` block (or the decorated function) on the reference path."""
-    previous, _state.fast = _state.fast, False
-    try:
-        yield
-    finally:
-        _state.fast = previous
+    return _on_path(fast=False)
 
 
-@contextlib.contextmanager
 def fast():
     """Run the ``with`` block on the fast path (the default; for fast-only variants inside a
     ``reference()`` block, or a whole run with ``DLSCRATCH_REFERENCE=1``)."""
-    previous, _state.fast = _state.fast, True
+    return _on_path(fast=True)
+
+
+@contextlib.contextmanager
+def _on_path(fast):
+    previous, _state.fast = _state.fast, fast
     try:
         yield
     finally:
         _state.fast = previous
+
+
+def _current(reference_function):
+    """What runs now for ``reference_function`` (an undecorated reference function)."""
+    if _state.fast:
+        return _fast_versions.get(reference_function, reference_function)
+    return reference_function
 
 
 def dispatch(reference_function):
@@ -63,11 +69,7 @@ def dispatch(reference_function):
 
     @functools.wraps(reference_function)
     def call(*args, **kwargs):
-        if _state.fast:
-            fast = _fast_versions.get(reference_function)
-            if fast is not None:
-                return fast(*args, **kwargs)
-        return reference_function(*args, **kwargs)
+        return _current(reference_function)(*args, **kwargs)
 
     call.reference = reference_function
     return call
@@ -87,10 +89,7 @@ def fast_version_of(function):
 
 def pick(reference_function):
     """The implementation of ``reference_function`` that the current path runs."""
-    reference_function = getattr(reference_function, "reference", reference_function)
-    if _state.fast:
-        return _fast_versions.get(reference_function, reference_function)
-    return reference_function
+    return _current(getattr(reference_function, "reference", reference_function))
 
 
 def fast_versions():

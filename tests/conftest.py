@@ -47,24 +47,18 @@ def backend(request):
 
 
 
-def _run_on(fast):
-    previous, paths._state.fast = paths._state.fast, fast
-    try:
-        yield "fast" if fast else "reference"
-    finally:
-        paths._state.fast = previous
-
-
 @pytest.fixture(params=["reference", "fast"])
 def path(request):
     """Run the test on the reference path, then on the fast path; yield the path's name."""
-    yield from _run_on(request.param == "fast")
+    with paths.fast() if request.param == "fast" else paths.reference():
+        yield request.param
 
 
 @pytest.fixture
 def fast_path():
     """Run the test on the fast path (for tests of fast-only variants and tricks)."""
-    yield from _run_on(True)
+    with paths.fast():
+        yield "fast"
 
 
 @pytest.fixture
