@@ -59,17 +59,19 @@ def backward(output, grad):
                 raise RuntimeError(
                     f"{fn.name}.backward returned a gradient of shape {gx.shape} for an input of shape {x.shape}"
                 )
-            if x.creator is None:
-                x.accumulate_grad(gx, copy=not (fn.fresh_grads and _used_once(gx, gxs)))
+            if x.creator is None:  # a leaf: the gradient goes to .grad
+                x.accumulate_grad(gx, copy=not _owned(fn, gx, gxs))
             else:
                 key = id(x)
                 previous = grads.get(key)
                 grads[key] = gx if previous is None else previous + gx
 
 
-def _used_once(gx, gxs):
-    """True when ``gx`` is not also the gradient of another input of the same function."""
-    return sum(g is gx for g in gxs) == 1
+def _owned(fn, gx, gxs):
+    """True when nothing but this leaf will hold ``gx``, so ``.grad`` may be ``gx`` itself: ``fn``
+    returns only new arrays (``Function.fresh_grads``, see function.py) and ``gx`` is not also the
+    gradient of another of its inputs."""
+    return fn.fresh_grads and sum(g is gx for g in gxs) == 1
 
 
 def _take_grad(output_ref, grads):

@@ -5,11 +5,13 @@ called ``dim`` as in PyTorch.
 """
 
 from . import functions as _fn
-from .functions import (  # noqa: F401  (re-exported)
+from .functions import (  # noqa: F401  (re-exported; the functions take PyTorch's dim and keepdim)
     add,
+    amax,
     avg_pool2d,
     broadcast_to,
     col2im,
+    concatenate,
     conv2d,
     cross_entropy,
     div,
@@ -19,9 +21,11 @@ from .functions import (  # noqa: F401  (re-exported)
     im2col,
     linear,
     log,
+    log_softmax,
     lstm_cell,
     matmul,
     max_pool2d,
+    mean,
     mse_loss,
     mul,
     neg,
@@ -30,9 +34,12 @@ from .functions import (  # noqa: F401  (re-exported)
     relu,
     reshape,
     sigmoid,
+    softmax,
     sqrt,
     squeeze,
+    stack,
     sub,
+    sum,
     sum_to_shape,
     tanh,
     transpose,
@@ -40,34 +47,4 @@ from .functions import (  # noqa: F401  (re-exported)
 )
 
 abs = _fn.abs_
-
-
-def sum(x, dim=None, keepdim=False):
-    return _fn.sum(x, dim, keepdim)
-
-
-def mean(x, dim=None, keepdim=False):
-    return _fn.mean(x, dim, keepdim)
-
-
-def amax(x, dim=None, keepdim=False):
-    return _fn.amax(x, dim, keepdim)
-
-
-def softmax(x, dim=-1):
-    return _fn.softmax(x, dim)
-
-
-def log_softmax(x, dim=-1):
-    return _fn.log_softmax(x, dim)
-
-
-def cat(tensors, dim=0):
-    return _fn.concatenate(tensors, dim)
-
-
-concatenate = cat
-
-
-def stack(tensors, dim=0):
-    return _fn.stack(tensors, dim)
+cat = _fn.concatenate

@@ -6,14 +6,20 @@ array of that size then arrives as fresh pages, which the kernel maps and zero-f
 page at a time, on first touch. A training step frees and reallocates the same large arrays
 every time: measured here, the Keras MNIST CNN at batch 128 took 10,000-11,500 page faults
 per step, 40-65 ms of kernel time, and ran at 224 ms per step against 150-157 ms with the
-setting below (the faults fell to zero).
+setting below (the faults fell to zero); with today's fast path, 89-94 ms against 69 ms.
 
 ``keep_freed_memory()`` raises both thresholds with ``mallopt``: arrays up to 256 MB come from
 the heap, and up to 1 GB of freed heap stays with the process for reuse. The cost is that the
-process keeps its peak memory instead of returning it. ``import dlscratch`` calls it on Linux
-with glibc unless the environment variable ``DLSCRATCH_KEEP_MEMORY`` is off (``0``, ``false``,
-``no`` or ``off``; ``1``, ``true``, ``yes`` and ``on`` keep it, any case; anything else is an error). PyTorch's and
-CuPy's GPU memory pools exist for the same reason (``cudaMalloc`` is slower still).
+process keeps its peak memory instead of returning it. The setting holds for the whole process,
+so ``import dlscratch`` does not make it: whoever trains does, explicitly. ``fit()``, the
+benchmark suites (``python -m dlscratch.bench``) and the first cell of every lesson call
+``keep_freed_memory()``; call it before your own training loop to get the same speed.
+
+The environment variable ``DLSCRATCH_KEEP_MEMORY`` overrides the calls: off (``0``, ``false``,
+``no``, ``off``) makes ``keep_freed_memory()`` leave glibc alone everywhere; on (``1``, ``true``,
+``yes``, ``on``) makes ``import dlscratch`` call it, for whole runs of code that does not; any case;
+anything else is an error. PyTorch's and CuPy's GPU memory pools exist for the same reason
+(``cudaMalloc`` is slower still).
 """
 
 import ctypes
@@ -30,9 +36,10 @@ TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off"
 
 
 def keep_freed_memory():
-    """Set glibc's thresholds (see the module docstring); True when they are in force."""
+    """Set glibc's thresholds for this process (see the module docstring); True when they are in
+    force. Does nothing where ``DLSCRATCH_KEEP_MEMORY`` is off, or where malloc is not glibc's."""
     global _applied
-    if not _applied and platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+    if not _applied and _allowed and platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         try:
             libc = ctypes.CDLL("libc.so.6")
         except OSError:
@@ -64,5 +71,7 @@ def env_flag(variable, default):
     )
 
 
-if env_flag("DLSCRATCH_KEEP_MEMORY", default=True):
+_choice = env_flag("DLSCRATCH_KEEP_MEMORY", default=None)  # None: unset, the calls decide
+_allowed = _choice is not False
+if _choice:
     keep_freed_memory()

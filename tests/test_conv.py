@@ -11,6 +11,7 @@ import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch import paths
 from dlscratch.fast import conv as conv_module
+from dlscratch.fast import tuning
 from dlscratch.fast.im2col import col2im_array
 
 pytestmark = pytest.mark.usefixtures("path")  # every test on the reference path and on the fast path
@@ -117,7 +118,7 @@ def test_two_convolutions_in_a_row_keep_working_on_the_batch_last_layout():
 
 @pytest.mark.parametrize("x_shape, w_shape, stride, padding", CASES)
 def test_input_gradient_in_bands_of_one_output_row(fast_path, monkeypatch, x_shape, w_shape, stride, padding):
-    monkeypatch.setattr(conv_module, "BAND_NUMBERS", 1)  # one output row per band
+    monkeypatch.setattr(tuning, "BAND_NUMBERS", 1)  # one output row per band
     x = dlscratch.tensor(random(x_shape, 25), requires_grad=True)
     w = random(w_shape, 26)
     y = F.conv2d(x, w, None, stride, padding)

@@ -96,10 +96,10 @@ def test_joining_errors():
 def test_axis_errors():
     x = dlscratch.ones(2, 3)
     _raises(IndexError, lambda: x.sum(2), "sum", "Dimension out of range", "[-2, 1]", "got 2")
-    _raises(ValueError, lambda: x.mean((0, -2)), "mean", "repeated axis")
+    _raises(ValueError, lambda: x.mean((0, -2)), "mean", "repeated dim")
     _raises(ValueError, lambda: x.permute(0, 0), "permute", "(0, 0)", "not a permutation")
     _raises(ValueError, lambda: x.transpose(0), "transpose", "both dimensions")
-    _raises(ValueError, lambda: x.amax((0, 0)), "amax", "repeated axis")
+    _raises(ValueError, lambda: x.amax((0, 0)), "amax", "repeated dim")
 
 
 # ----- mixing devices -----

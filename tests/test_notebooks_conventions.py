@@ -90,7 +90,9 @@ def test_one_setup_cell_installs_from_the_repository(path):
         f"{path.name}: the setup cell must run `%pip install -q git+{URL}` only when `import dlscratch` fails"
     )
     assert " -e " not in setup and "--editable" not in setup, f"{path.name}: never an editable install in Colab"
-    for needed in ['os.environ.get("DLSCRATCH_DEVICE", "auto")', "manual_seed(", "np.random.seed(", "describe()"]:
+    needed_lines = ['os.environ.get("DLSCRATCH_DEVICE", "auto")', "manual_seed(", "np.random.seed(", "describe()",
+                    "memory.keep_freed_memory()"]  # the explicit switch that import no longer makes (memory.py)
+    for needed in needed_lines:
         assert needed in setup, f"{path.name}: the setup cell does not contain {needed!r}"
 
 

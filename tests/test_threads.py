@@ -11,7 +11,7 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch.fast import threads
+from dlscratch.fast import threads, tuning
 from dlscratch.fast.im2col import im2col_array
 from dlscratch.fast.layout import to_batch_last
 
@@ -19,7 +19,7 @@ from dlscratch.fast.layout import to_batch_last
 @pytest.fixture
 def always_threaded(monkeypatch):
     """Every job counts as large, and two cores are assumed, so even tiny arrays go to threads."""
-    monkeypatch.setattr(threads, "MIN_NUMBERS", 0)
+    monkeypatch.setattr(tuning, "MIN_THREADED_NUMBERS", 0)
     monkeypatch.setattr(threads, "cores", lambda: 2)
 
 
@@ -83,7 +83,7 @@ def test_threaded_conv_gradients_equal_one_thread(monkeypatch):
         return y.numpy(), xt.grad.numpy(), wt.grad.numpy()
 
     one = gradients()
-    monkeypatch.setattr(threads, "MIN_NUMBERS", 0)
+    monkeypatch.setattr(tuning, "MIN_THREADED_NUMBERS", 0)
     monkeypatch.setattr(threads, "cores", lambda: 2)
     for a, b in zip(gradients(), one):
         np.testing.assert_array_equal(a, b)

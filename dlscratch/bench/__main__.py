@@ -2,7 +2,7 @@
 
 import argparse
 
-from .. import backend
+from .. import backend, memory
 from . import SUITES, load_suite
 from .busy import busy_cores
 
@@ -49,6 +49,8 @@ def main(argv=None):
         except RuntimeError as exc:
             parser.error(str(exc))
     print(backend.describe())
+    kept = memory.keep_freed_memory()  # as fit() and the lessons do: each step reuses the last one's memory
+    print("freed memory kept in the process: " + ("yes" if kept else "no (DLSCRATCH_KEEP_MEMORY=0, or not glibc)"))
     if args.busy:
         print(f"busy machine: {args.busy} other process(es) each keep one CPU core busy during the measurements")
     with busy_cores(args.busy):

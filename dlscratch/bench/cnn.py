@@ -2,7 +2,8 @@
 
 - The classic Keras MNIST CNN at batch 128 with SGD (the reference figures use SGD): conv 32
   3x3, ReLU, conv 64 3x3, ReLU, 2x2 max pool, dropout 0.25, dense 128, ReLU, dropout 0.5, dense 10.
-- The article's small network at batch 8 with Adam: conv 10 3x3 pad 1, ReLU, 2x2 max pool, dense
+- The small network of the Qiita article "深層学習外伝 ~GPUプログラミング編~" (2020; lesson 05) at batch 8
+  with Adam: conv 10 3x3 pad 1, ReLU, 2x2 max pool, dense
   100, ReLU, dense 10.
 
 Both are built from the same layer names in dlscratch and in PyTorch (the APIs match), and run
@@ -50,7 +51,7 @@ def keras_cnn(layers):
 
 
 def article_net(layers):
-    """The article's small CNN from ``layers``."""
+    """The Qiita article's small CNN (lesson 05) from ``layers``."""
     return layers.Sequential(
         layers.Conv2d(1, 10, 3, padding=1), layers.ReLU(), layers.MaxPool2d(2), layers.Flatten(),
         layers.Linear(1960, 100), layers.ReLU(), layers.Linear(100, 10),

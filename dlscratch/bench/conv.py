@@ -5,7 +5,7 @@ float32. FLOPs count the three GEMM-equivalents of forward+backward (forward, dW
 ``2*N*O*Ho*Wo*C*kh*kw``. The peak is NumPy's (or CuPy's) own matrix product measured in the same
 run, on the convolution's GEMM shape and on a large square one; the best is reported. PyTorch's
 ``conv2d`` with autograd runs interleaved where it is importable, and so does DeZero 0.0.13's (the
-issue's reference; see ``dezero_models``) where it imports.
+from-scratch framework of Saito's *Deep Learning from Scratch 3*; see ``dezero_models``) where it imports.
 """
 
 import numpy

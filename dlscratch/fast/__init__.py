@@ -14,13 +14,18 @@ The tricks, and where each lives:
 - ``threads.py``: large copies split over the CPU's cores in Python threads (NumPy copies on one).
 - ``im2col.py``: column matrices filled by strided-slice copies from batch-last memory, in threads;
   the CUDA kernels of ``conv_kernels.py`` on the GPU.
-- ``conv.py``: the bias as one more row of the GEMM, the column matrix kept for reuse, col2im in
-  cache-sized bands.
+- ``conv.py``: the bias as one more row of the GEMM, col2im in cache-sized bands, gradients a leaf
+  keeps without a copy.
 - ``pooling.py``: the separable maximum with 1-byte winner offsets, and the max-pool backward
   variants lesson 05 compares; ``dropout.py``: masks drawn in the input's layout.
 - ``optim.py``: parameter updates without temporaries (``out=``).
 - ``matmul.py``: outer products (weight gradients at batch size 1) as padded GEMMs.
 - ``lstm.py``: the LSTM's point-wise half as one fused CUDA kernel (``lstm_kernels.py``).
+- ``tuning.py``: every machine-tuned size above, with the measurement behind it.
+
+Two speed-ups are not here, because they are not implementations of one operation: keeping freed
+memory in the process (``dlscratch/memory.py``, switched on explicitly) and the engine's own
+(``dlscratch/function.py`` lists them).
 """
 
 from . import conv, dropout, im2col, lstm, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)

@@ -28,11 +28,10 @@ from ..function import Function
 from ..functions import conv as reference
 from ..functions.im2col import Geometry, array_of
 from ..paths import fast_version_of
+from . import tuning
 from .im2col import COL2IM, IM2COL, resolve_method
 from .layout import is_batch_last, to_batch_last, unpad_batch_last
 from .threads import in_parts
-
-BAND_NUMBERS = 2**20  # numbers in one band of W.T @ gy (4 MB of float32)
 
 
 class Conv2d(Function):
@@ -67,10 +66,10 @@ class Conv2d(Function):
         out_channels = gy.shape[1]
         gy = (gy.transpose(1, 2, 3, 0) if is_batch_last(gy) else to_batch_last(gy)).reshape(out_channels, -1)
         weight = self.weight.reshape(out_channels, -1)
-        gx = self.input_gradient(weight, gy) if self.inputs[0].requires_grad else None
+        gx = self.input_gradient(weight, gy) if self.needs_input_grad[0] else None
         has_bias = len(self.inputs) == 3
         gw = gb = None
-        if self.inputs[1].requires_grad or (has_bias and self.inputs[2].requires_grad):
+        if self.needs_input_grad[1] or (has_bias and self.needs_input_grad[2]):
             g_matrix = weight_gradient(gy, self.cols)  # (O, C*kh*kw [+ 1 for the bias])
             gw = g_matrix[:, : weight.shape[1]].reshape(self.weight.shape)
             gb = g_matrix[:, -1].copy() if has_bias else None
@@ -82,7 +81,7 @@ class Conv2d(Function):
         xp = backend.get_array_module(gy)
         on_gpu = backend.is_gpu_array(gy)
         per_row = weight.shape[1] * g.Wo * g.N
-        band = g.Ho if on_gpu or per_row == 0 else max(1, BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
+        band = g.Ho if on_gpu or per_row == 0 else max(1, tuning.BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
         padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)
         for r0 in range(0, g.Ho, band):
             r1 = min(r0 + band, g.Ho)

@@ -17,9 +17,8 @@ Measured on a 2-core AMD EPYC (NumPy 2, OpenBLAS); timings in the docstrings bel
 """
 
 from .. import backend
+from . import tuning
 from .threads import in_parts
-
-TILE_NUMBERS = 2048  # numbers of one image in a tile of to_batch_last
 
 
 def memory_order(a):
@@ -35,21 +34,19 @@ def is_batch_last(x):
 def to_batch_last(x, out=None):
     """``x: (N, C, H, W)`` copied into ``out: (C, H, W, N)`` (a new array when None).
 
-    The copy goes in tiles of 16 images by a few channels (about 2,000 numbers of each image):
-    a tile's reads stay in cache while its writes, 16 numbers apart, fill whole cache lines. A
-    transposing copy of all channels at once ran 1.5-2.5x slower here (29 ms against 12 ms for
-    a 25 MB gradient at batch 128).
+    The copy goes in tiles of a few images by a few channels (sizes and measurement in ``tuning.py``):
+    a tile's reads stay in cache while its writes fill whole cache lines.
     """
     if out is None:
         out = backend.get_array_module(x).empty(x.shape[1:] + x.shape[:1], dtype=x.dtype)
     N, C, H, W = x.shape
-    channels = max(1, TILE_NUMBERS // (H * W))
+    channels, images = max(1, tuning.TILE_NUMBERS // (H * W)), tuning.TILE_IMAGES
 
     def copy(c0, c1):
         for c in range(c0, c1, channels):
             c_end = min(c + channels, c1)
-            for n in range(0, N, 16):
-                out[c:c_end, ..., n : n + 16] = x[n : n + 16, c:c_end].transpose(1, 2, 3, 0)
+            for n in range(0, N, images):
+                out[c:c_end, ..., n : n + images] = x[n : n + images, c:c_end].transpose(1, 2, 3, 0)
 
     if backend.is_gpu_array(x):
         out[...] = x.transpose(1, 2, 3, 0)

@@ -14,9 +14,7 @@ from ..functions.matmul import Linear, MatMul
 from ..functions.matmul import linear as reference_linear
 from ..functions.matmul import matmul as reference_matmul
 from ..paths import fast_version_of
-
-PADDED_GEMM_MIN_ROWS = 128
-PADDED_GEMM_MAX_ROW = 1024
+from . import tuning
 
 
 def outer_or_matmul(a, b):
@@ -24,7 +22,7 @@ def outer_or_matmul(a, b):
     if a.ndim != 2 or a.shape[1] != 1:
         return a @ b
     rows, row_length = a.shape[0], b.shape[1]
-    if is_gpu_array(a) or rows < PADDED_GEMM_MIN_ROWS or row_length > PADDED_GEMM_MAX_ROW:
+    if is_gpu_array(a) or rows < tuning.PADDED_GEMM_MIN_ROWS or row_length > tuning.PADDED_GEMM_MAX_ROW:
         return a * b
     return _pad_inner(a, axis=1) @ _pad_inner(b, axis=0)
 

@@ -16,7 +16,7 @@ in the parent and in the child alike: a fork always sees a process without copy 
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-MIN_NUMBERS = 2**20  # below a million numbers (4 MB of float32) one thread is as fast
+from . import tuning
 
 _pool = None
 
@@ -32,12 +32,12 @@ def cores():
 def in_parts(fn, length, numbers):
     """Call ``fn(start, stop)`` on consecutive parts of ``range(length)``, one per core, in threads.
 
-    ``numbers`` is the size of the whole job; below ``MIN_NUMBERS``, or with one core, it is a
+    ``numbers`` is the size of the whole job; below ``tuning.MIN_THREADED_NUMBERS``, or with one core, it is a
     single call ``fn(0, length)``. The parts must write to disjoint memory. Exceptions propagate.
     """
     global _pool
     parts = min(cores(), length)
-    if numbers < MIN_NUMBERS or parts < 2:
+    if numbers < tuning.MIN_THREADED_NUMBERS or parts < 2:
         fn(0, length)
         return
     if _pool is None:

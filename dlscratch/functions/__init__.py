@@ -1,4 +1,9 @@
-"""The differentiable operations, one small ``Function`` subclass each, grouped by kind."""
+"""The differentiable operations, one small ``Function`` subclass each, grouped by kind.
+
+These are the reference implementations a lesson reads. Code that uses them goes through the public
+API, ``dlscratch.functional`` and ``Tensor``'s methods, which take the same arguments (PyTorch's
+``dim`` and ``keepdim``) and pick the fast version where there is one (``dlscratch.paths``).
+"""
 
 from .arithmetic import add, div, mul, neg, pow, sub
 from .broadcast import broadcast_to, sum_to, sum_to_shape

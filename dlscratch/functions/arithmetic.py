@@ -13,10 +13,10 @@ class Add(Function):
         return a + b
 
     def backward(self, gy):
-        a, b = self.inputs
+        need_a, need_b = self.needs_input_grad
         return (
-            sum_to(gy, self.a_shape) if a.requires_grad else None,
-            sum_to(gy, self.b_shape) if b.requires_grad else None,
+            sum_to(gy, self.a_shape) if need_a else None,
+            sum_to(gy, self.b_shape) if need_b else None,
         )
 
 
@@ -28,10 +28,10 @@ class Sub(Function):
         return a - b
 
     def backward(self, gy):
-        a, b = self.inputs
+        need_a, need_b = self.needs_input_grad
         return (
-            sum_to(gy, self.a_shape) if a.requires_grad else None,
-            sum_to(-gy, self.b_shape) if b.requires_grad else None,
+            sum_to(gy, self.a_shape) if need_a else None,
+            sum_to(-gy, self.b_shape) if need_b else None,
         )
 
 
@@ -41,10 +41,10 @@ class Mul(Function):
         return a * b
 
     def backward(self, gy):
-        a, b = self.inputs
+        need_a, need_b = self.needs_input_grad
         return (
-            sum_to(gy * self.b, self.a.shape) if a.requires_grad else None,
-            sum_to(gy * self.a, self.b.shape) if b.requires_grad else None,
+            sum_to(gy * self.b, self.a.shape) if need_a else None,
+            sum_to(gy * self.a, self.b.shape) if need_b else None,
         )
 
 
@@ -59,8 +59,8 @@ class Div(Function):
         a, b = self.a, self.b
         ga = gy / b
         return (
-            sum_to(ga, a.shape) if self.inputs[0].requires_grad else None,
-            sum_to(-ga * a / b, b.shape) if self.inputs[1].requires_grad else None,
+            sum_to(ga, a.shape) if self.needs_input_grad[0] else None,
+            sum_to(-ga * a / b, b.shape) if self.needs_input_grad[1] else None,
         )
 
 
@@ -88,7 +88,7 @@ class Pow(Function):
         x, p = self.x, self.p
         gx = sum_to(gy * p * x ** (p - 1), x.shape)
         gp = None
-        if self.inputs[1].requires_grad:
+        if self.needs_input_grad[1]:
             xp = get_array_module(x)
             gp = sum_to(gy * self.y * xp.log(x), p.shape)
         return gx, gp

@@ -36,11 +36,11 @@ class Conv2d(Function):
         out_channels = gy.shape[1]
         gy = gy.transpose(1, 2, 3, 0).reshape(out_channels, -1)  # (O, Ho*Wo*N), the layout of cols
         weight = self.weight.reshape(out_channels, -1)
-        gx = col2im_reference(weight.T @ gy, self.g) if self.inputs[0].requires_grad else None
-        gw = (gy @ self.cols.T).reshape(self.weight.shape) if self.inputs[1].requires_grad else None
+        gx = col2im_reference(weight.T @ gy, self.g) if self.needs_input_grad[0] else None
+        gw = (gy @ self.cols.T).reshape(self.weight.shape) if self.needs_input_grad[1] else None
         if len(self.inputs) == 2:
             return gx, gw
-        return gx, gw, gy.sum(axis=1) if self.inputs[2].requires_grad else None
+        return gx, gw, gy.sum(axis=1) if self.needs_input_grad[2] else None
 
 
 def _check(x, weight, bias):

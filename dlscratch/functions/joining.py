@@ -7,18 +7,18 @@ from ..function import Function
 class Concatenate(Function):
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, axis=0):
-        self.axis = axis
+    def __init__(self, dim=0):
+        self.dim = dim
 
     def forward(self, *xs):
-        self.sizes = [x.shape[self.axis] for x in xs]
-        return get_array_module(*xs).concatenate(xs, axis=self.axis)
+        self.sizes = [x.shape[self.dim] for x in xs]
+        return get_array_module(*xs).concatenate(xs, axis=self.dim)
 
     def backward(self, gy):
         grads, start = [], 0
         for size in self.sizes:
             index = [slice(None)] * gy.ndim
-            index[self.axis] = slice(start, start + size)
+            index[self.dim] = slice(start, start + size)
             grads.append(gy[tuple(index)])
             start += size
         return tuple(grads)
@@ -27,26 +27,26 @@ class Concatenate(Function):
 class Stack(Function):
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, axis=0):
-        self.axis = axis
+    def __init__(self, dim=0):
+        self.dim = dim
 
     def forward(self, *xs):
-        return get_array_module(*xs).stack(xs, axis=self.axis)
+        return get_array_module(*xs).stack(xs, axis=self.dim)
 
     def backward(self, gy):
-        axis = self.axis % gy.ndim
-        return tuple(gy[(slice(None),) * axis + (i,)] for i in range(gy.shape[axis]))
+        dim = self.dim % gy.ndim
+        return tuple(gy[(slice(None),) * dim + (i,)] for i in range(gy.shape[dim]))
 
 
-def concatenate(tensors, axis=0):
-    """Join a sequence of tensors along an existing axis."""
+def concatenate(tensors, dim=0):
+    """Join a sequence of tensors along an existing dimension (PyTorch's ``cat``)."""
     if len(tensors) == 0:
         raise ValueError("concatenate: expected a non-empty sequence of tensors")
-    return Concatenate(axis)(*tensors)
+    return Concatenate(dim)(*tensors)
 
 
-def stack(tensors, axis=0):
-    """Join a sequence of same-shaped tensors along a new axis."""
+def stack(tensors, dim=0):
+    """Join a sequence of same-shaped tensors along a new dimension."""
     if len(tensors) == 0:
         raise ValueError("stack: expected a non-empty sequence of tensors")
-    return Stack(axis)(*tensors)
+    return Stack(dim)(*tensors)

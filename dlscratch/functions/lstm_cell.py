@@ -45,10 +45,17 @@ class LSTMCell(Function):
         x, h, c, W_ih, W_hh, gates, c_next, tanh_c, peephole = self.saved
         gz, gc_prev, gpeephole = lstm_pointwise_backward(gates, c, c_next, tanh_c, gh, gc, peephole)
         gz_t = gz.T
-        grads = [gz @ W_ih, gz @ W_hh, gc_prev, self.weight_product(gz_t, x), self.weight_product(gz_t, h)]
+        need = self.needs_input_grad
+        grads = [
+            gz @ W_ih if need[0] else None,
+            gz @ W_hh if need[1] else None,
+            gc_prev,
+            self.weight_product(gz_t, x) if need[3] else None,
+            self.weight_product(gz_t, h) if need[4] else None,
+        ]
         if self.bias:
             gb = gz.sum(axis=0)
-            grads += [gb, gb.copy()]
+            grads += [gb, gb]  # both biases get the same gradient
         if self.peephole:
             grads += list(gpeephole)
         return tuple(grads)

@@ -84,10 +84,17 @@ class LSTMLayer(Function):
             _, gc[:n], _ = lstm_pointwise_backward(gates[rows], c_prev_all[rows], c_all[rows], tanh_c_all[rows],
                                                    gh_t, gc[:n], gz_out=gz_all[rows])
             gh[:n] = (W_hh_t @ gz_all[rows].T).T
-        grads = [gz_all @ W_ih, gh, gc, gz_all.T @ x, gz_all.T @ h_prev_all]
+        need = self.needs_input_grad
+        grads = [
+            gz_all @ W_ih if need[0] else None,  # the input sequence: usually data, which needs none
+            gh,
+            gc,
+            gz_all.T @ x if need[3] else None,  # every step's weight gradient in one GEMM
+            gz_all.T @ h_prev_all if need[4] else None,
+        ]
         if self.bias:
             gb = gz_all.sum(axis=0)
-            grads += [gb, gb.copy()]
+            grads += [gb, gb]  # both biases get the same gradient
         return tuple(grads)
 
 

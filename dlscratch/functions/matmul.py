@@ -35,9 +35,9 @@ class MatMul(Function):
         if a.ndim == 1:
             gy = gy[..., None, :]
         ga = gb = None
-        if self.inputs[0].requires_grad:
+        if self.needs_input_grad[0]:
             ga = sum_to(gy @ b2.swapaxes(-1, -2), a2.shape).reshape(a.shape)
-        if self.inputs[1].requires_grad:
+        if self.needs_input_grad[1]:
             gb = sum_to(self.weight_product(a2.swapaxes(-1, -2), gy), b2.shape).reshape(b.shape)
         return ga, gb
 
@@ -68,8 +68,8 @@ class Linear(Function):
     def backward(self, gy):
         gy = gy.reshape(-1, gy.shape[-1])
         grads = [
-            (gy @ self.W).reshape(self.x_shape) if self.inputs[0].requires_grad else None,
-            self.weight_product(gy.T, self.x2) if self.inputs[1].requires_grad else None,
+            (gy @ self.W).reshape(self.x_shape) if self.needs_input_grad[0] else None,
+            self.weight_product(gy.T, self.x2) if self.needs_input_grad[1] else None,
         ]
         if len(self.inputs) == 3:
             grads.append(gy.sum(axis=0))

@@ -1,25 +1,25 @@
-"""Reductions: sum, mean and max over axes, with ``keepdims``."""
+"""Reductions: sum, mean and max over dimensions (``dim``), with ``keepdim``, as in PyTorch."""
 
 from ..backend import get_array_module
 from ..function import Function
 from .shape import wrap_dim
 
 
-def normalize_axes(axis, ndim, op):
-    """``axis`` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes;
-    ``IndexError`` naming ``op`` for an axis out of range, as in PyTorch."""
-    if axis is None:
+def normalize_axes(dim, ndim, op):
+    """``dim`` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes;
+    ``IndexError`` naming ``op`` for a dim out of range, as in PyTorch."""
+    if dim is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (dim,) if isinstance(dim, int) else tuple(dim)
     out = [wrap_dim(op, a, ndim) for a in axes]
     if len(set(out)) != len(out):
-        raise ValueError(f"repeated axis in {axis}")
+        raise ValueError(f"repeated dim in {dim}")
     return () if ndim == 0 else tuple(sorted(out))  # a 0-d tensor takes dim 0 or -1 and has nothing to reduce
 
 
-def _expand_like(gy, x_shape, axes, keepdims):
+def _expand_like(gy, x_shape, axes, keepdim):
     """Reshape a reduced gradient so that it broadcasts against the input's shape."""
-    if not keepdims:
+    if not keepdim:
         shape = [1 if i in axes else n for i, n in enumerate(x_shape)]
         gy = gy.reshape(shape)
     return gy
@@ -28,16 +28,16 @@ def _expand_like(gy, x_shape, axes, keepdims):
 class Sum(Function):
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, axis=None, keepdims=False):
-        self.axis, self.keepdims = axis, keepdims
+    def __init__(self, dim=None, keepdim=False):
+        self.dim, self.keepdim = dim, keepdim
 
     def forward(self, x):
         self.x_shape = x.shape
-        self.axes = normalize_axes(self.axis, x.ndim, self.name)
-        return x.sum(axis=self.axes, keepdims=self.keepdims)
+        self.axes = normalize_axes(self.dim, x.ndim, self.name)
+        return x.sum(axis=self.axes, keepdims=self.keepdim)
 
     def backward(self, gy):
-        gy = _expand_like(gy, self.x_shape, self.axes, self.keepdims)
+        gy = _expand_like(gy, self.x_shape, self.axes, self.keepdim)
         return get_array_module(gy).broadcast_to(gy, self.x_shape)
 
 
@@ -45,37 +45,35 @@ class Mean(Function):
     float_result = True  # integers in, float32 out (dtypes.py)
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, axis=None, keepdims=False):
-        self.axis, self.keepdims = axis, keepdims
+    def __init__(self, dim=None, keepdim=False):
+        self.dim, self.keepdim = dim, keepdim
 
     def forward(self, x):
         self.x_shape = x.shape
-        self.axes = normalize_axes(self.axis, x.ndim, self.name)
+        self.axes = normalize_axes(self.dim, x.ndim, self.name)
         self.count = 1
         for a in self.axes:
             self.count *= x.shape[a]
-        return x.mean(axis=self.axes, keepdims=self.keepdims)
+        return x.mean(axis=self.axes, keepdims=self.keepdim)
 
     def backward(self, gy):
-        gy = _expand_like(gy, self.x_shape, self.axes, self.keepdims) / self.count
+        gy = _expand_like(gy, self.x_shape, self.axes, self.keepdim) / self.count
         return get_array_module(gy).broadcast_to(gy, self.x_shape)
 
 
 class Max(Function):
-    """Maximum over ``axis`` (int, tuple, or all elements when None). With ties, the gradient is
+    """Maximum over ``dim`` (int, tuple, or all elements when None). With ties, the gradient is
     split evenly among the tied maxima (as PyTorch's ``amax`` and ``max()`` do)."""
 
     saves_inputs = False  # backward does not read the inputs' values
-
-
     name = "amax"
 
-    def __init__(self, axis=None, keepdims=False):
-        self.axis, self.keepdims = axis, keepdims
+    def __init__(self, dim=None, keepdim=False):
+        self.dim, self.keepdim = dim, keepdim
 
     def forward(self, x):
         self.x_shape = x.shape
-        self.axes = normalize_axes(self.axis, x.ndim, self.name)
+        self.axes = normalize_axes(self.dim, x.ndim, self.name)
         empty = [a for a in self.axes if x.shape[a] == 0]
         if empty:
             raise ValueError(
@@ -84,21 +82,21 @@ class Max(Function):
             )
         y = x.max(axis=self.axes, keepdims=True)
         self.mask = x == y
-        return y if self.keepdims else y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
+        return y if self.keepdim else y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
     def backward(self, gy):
-        gy = _expand_like(gy, self.x_shape, self.axes, self.keepdims)
+        gy = _expand_like(gy, self.x_shape, self.axes, self.keepdim)
         ties = self.mask.sum(axis=self.axes, keepdims=True).astype(gy.dtype)
         return gy * self.mask / ties
 
 
-def sum(x, axis=None, keepdims=False):
-    return Sum(axis, keepdims)(x)
+def sum(x, dim=None, keepdim=False):
+    return Sum(dim, keepdim)(x)
 
 
-def mean(x, axis=None, keepdims=False):
-    return Mean(axis, keepdims)(x)
+def mean(x, dim=None, keepdim=False):
+    return Mean(dim, keepdim)(x)
 
 
-def amax(x, axis=None, keepdims=False):
-    return Max(axis, keepdims)(x)
+def amax(x, dim=None, keepdim=False):
+    return Max(dim, keepdim)(x)

@@ -1,4 +1,4 @@
-"""Softmax and log-softmax along one axis, shifted by the maximum so that exp never overflows."""
+"""Softmax and log-softmax along one dimension, shifted by the maximum so that exp never overflows."""
 
 from ..backend import get_array_module
 from ..function import Function
@@ -9,18 +9,18 @@ class Softmax(Function):
     float_result = True  # integers in, float32 out (dtypes.py)
     saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
 
-    def __init__(self, axis=-1):
-        self.axis = axis
+    def __init__(self, dim=-1):
+        self.dim = dim
 
     def forward(self, x):
         xp = get_array_module(x)
-        e = xp.exp(x - x.max(axis=self.axis, keepdims=True))
-        self.y = e / e.sum(axis=self.axis, keepdims=True)
+        e = xp.exp(x - x.max(axis=self.dim, keepdims=True))
+        self.y = e / e.sum(axis=self.dim, keepdims=True)
         return self.y
 
     def backward(self, gy):
         y = self.y
-        return y * (gy - (gy * y).sum(axis=self.axis, keepdims=True))
+        return y * (gy - (gy * y).sum(axis=self.dim, keepdims=True))
 
 
 def log_softmax_array(x, axis=-1):
@@ -36,21 +36,21 @@ class LogSoftmax(Function):
 
     name = "log_softmax"
 
-    def __init__(self, axis=-1):
-        self.axis = axis
+    def __init__(self, dim=-1):
+        self.dim = dim
 
     def forward(self, x):
-        self.y = log_softmax_array(x, self.axis)
+        self.y = log_softmax_array(x, self.dim)
         return self.y
 
     def backward(self, gy):
         xp = get_array_module(gy)
-        return gy - xp.exp(self.y) * gy.sum(axis=self.axis, keepdims=True)
+        return gy - xp.exp(self.y) * gy.sum(axis=self.dim, keepdims=True)
 
 
-def softmax(x, axis=-1):
-    return Softmax(wrap_dim("softmax", axis, x.ndim))(x)
+def softmax(x, dim=-1):
+    return Softmax(wrap_dim("softmax", dim, x.ndim))(x)
 
 
-def log_softmax(x, axis=-1):
-    return LogSoftmax(wrap_dim("log_softmax", axis, x.ndim))(x)
+def log_softmax(x, dim=-1):
+    return LogSoftmax(wrap_dim("log_softmax", dim, x.ndim))(x)

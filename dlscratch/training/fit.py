@@ -28,7 +28,7 @@ import threading
 
 import numpy
 
-from .. import backend
+from .. import backend, memory
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from .history import History
@@ -110,6 +110,8 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     Raises ``TrainingDiverged`` (a ``FloatingPointError``) when the loss becomes NaN or infinite,
     before that step's update, and ``TrainingInterrupted`` (a ``KeyboardInterrupt`` that carries the
     history so far) on Ctrl-C; either way the model holds the weights after the last complete step.
+    Keeps freed memory in the process from then on (``dlscratch.memory.keep_freed_memory``; set
+    ``DLSCRATCH_KEEP_MEMORY=0`` to leave the allocator alone).
     """
     metric_fns = _metric_functions("fit", metrics)
     _check_count("fit: epochs", epochs)
@@ -117,6 +119,7 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
         _check_count("fit: max_steps", max_steps)
     if scheduler is not None:
         _check_scheduler(scheduler, optimizer)
+    memory.keep_freed_memory()  # a step reuses the large arrays the last one freed
     history = History()
     try:
         for epoch in range(1, epochs + 1):
