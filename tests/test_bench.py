@@ -4,6 +4,7 @@ These check that the benchmarks run and report sensible tables; they assert noth
 """
 
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -12,11 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dlscratch import memory
 from dlscratch.bench import SUITES, autograd, load_suite
 from dlscratch.bench.timing import format_table, format_time, measure, measure_interleaved, median, torch_available
 
 BASELINES = {"dlscratch forward, no_grad": "forward", "dlscratch forward": "forward",
-             "dlscratch forward+backward": "forward+backward"}  # row -> the raw-array row it is compared with
+             "dlscratch forward+backward": "forward+backward",
+             autograd.REFERENCE_ROW: "forward+backward"}  # row -> the raw-array row it is compared with
 
 
 def run_cli(*args):
@@ -28,7 +31,7 @@ def test_autograd_suite_quick_table(backend, capsys):
     headers, rows = autograd.run(repeat=1, quick=True)
     raw = backend.__name__  # rows of raw arrays are named after the array module
     assert headers == ["size", "ops", "variant", "µs/op", "overhead µs/op", "x raw"]
-    assert [(r[0], r[1]) for r in rows] == [("4x4", "20")] * 5 + [("32x32", "10")] * 5
+    assert [(r[0], r[1]) for r in rows] == [("4x4", "20")] * 6 + [("32x32", "10")] * 6
     assert [r[2] for r in rows] == [f"{raw} forward", f"{raw} forward+backward", *BASELINES] * 2
     assert all(len(row) == len(headers) and float(row[3]) > 0 for row in rows)
     table = {(row[0], row[2]): row for row in rows}
@@ -41,6 +44,7 @@ def test_autograd_suite_quick_table(backend, capsys):
     out = capsys.readouterr().out
     assert "dlscratch forward+backward" in out and "DeZero 0.0.13: about 10.7 µs" in out
     assert f"forward+backward, 4x4: {rows[4][4]} µs (target < 5 µs on a 2-core CPU: quick mode" in out
+    assert f"reference path, 4x4: {rows[5][3]} µs/op against {rows[4][3]} on the fast path" in out
 
 
 def test_autograd_chain_forward_and_hand_written_backward():
@@ -142,7 +146,15 @@ def test_cli_runs_the_quick_suite():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("backend: numpy")
-    assert sum(line.startswith(("4x4", "32x32")) for line in lines) == 10
+    assert lines[1] == "freed memory kept in the process: " + ("yes" if keeps_memory_here() else
+                                                              "no (DLSCRATCH_KEEP_MEMORY=0, or not glibc)")
+    assert sum(line.startswith(("4x4", "32x32")) for line in lines) == 12
+
+
+def keeps_memory_here():
+    """Whether a new process keeps freed memory when asked: glibc, and the variable not off."""
+    on_glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    return on_glibc and os.environ.get("DLSCRATCH_KEEP_MEMORY", "").strip().lower() not in memory.FALSE_WORDS
 
 
 def test_cli_says_why_there_is_no_gpu(no_gpu):

@@ -40,8 +40,8 @@ def test_quick_table(backend, capsys):
     ]
     assert max(float(r[5]) for r in gemms) == 100.0  # the peak is the best GEMM
     assert [(r[0], r[1], r[2]) for r in models] == [
-        (batch, variant, pass_) for batch in ("1", "4") for variant in (lstm.NN_LSTM, lstm.PER_GATE)
-        for pass_ in (lstm.FORWARD, FB)
+        (batch, variant, pass_) for batch in ("1", "4")
+        for variant in (lstm.NN_LSTM, lstm.PER_GATE, lstm.NN_LSTM_REFERENCE) for pass_ in (lstm.FORWARD, FB)
     ]
     for row in models:
         ms, gflops = float(row[3]), float(row[4])
@@ -52,6 +52,14 @@ def test_quick_table(backend, capsys):
     out = capsys.readouterr().out
     assert out.startswith("lstm: one LSTM layer, input 12, hidden 8, 5 steps, batch 1, 4")
     assert "quick mode" in out and "GEMM peak: the best of" in out
+    assert "nn.LSTM forward+backward, reference path time / fast path time: " in out
+
+
+def test_reference_line_gives_each_batch_the_median_ratio():
+    ratios = {(1, "reference path"): [1.0, 1.2, 1.1], (1, "PyTorch"): [9.0], (32, "reference path"): [0.9, 1.0, 2.0]}
+    assert lstm.reference_line(ratios) == (
+        "nn.LSTM forward+backward, reference path time / fast path time: 1.10 at batch 1, 1.00 at batch 32"
+    )
 
 
 def test_lstm_flops_are_the_gate_gemms():
@@ -146,6 +154,7 @@ def test_ratio_column_is_the_median_of_paired_rounds(monkeypatch):
     torch = lstm.torch_label("cpu")
     times = {
         (lstm.NN_LSTM, lstm.FORWARD): [1.0, 1.0, 1.0], (lstm.NN_LSTM, FB): [1.0, 4.0, 9.0],
+        (lstm.NN_LSTM_REFERENCE, lstm.FORWARD): [1.0, 1.0, 1.0], (lstm.NN_LSTM_REFERENCE, FB): [2.0, 4.0, 9.0],
         (torch, lstm.FORWARD): [2.0, 2.0, 2.0], (torch, FB): [2.0, 2.0, 10.0],
         (lstm.DEZERO, lstm.FORWARD): [8.0, 8.0, 8.0], (lstm.DEZERO, FB): [20.0, 20.0, 20.0],
     }
@@ -157,10 +166,12 @@ def test_ratio_column_is_the_median_of_paired_rounds(monkeypatch):
     monkeypatch.setattr(lstm, "measure_interleaved", lambda variants, **kwargs: times)
     peak = lstm.lstm_flops((12, 8, 5), 2) / 1e9  # GFLOP/s of a forward pass in 1 s
     rows, ratios = lstm.rows_for((12, 8, 5), 2, repeat=3, quick=True, peak=peak)
-    assert ratios == {"PyTorch": [0.5, 2.0, 0.9], "DeZero": [0.05, 0.2, 0.45]}
+    assert ratios == {"reference path": [2.0, 1.0, 1.0], "PyTorch": [0.5, 2.0, 0.9], "DeZero": [0.05, 0.2, 0.45]}
     assert [(r[1], r[2], r[3], r[6]) for r in rows] == [
         (lstm.NN_LSTM, lstm.FORWARD, "1000", "0.50"),
         (lstm.NN_LSTM, FB, "4000", "0.90"),  # medians: 4 s and 2 s, but the rounds give 0.9
+        (lstm.NN_LSTM_REFERENCE, lstm.FORWARD, "1000", "0.50"),
+        (lstm.NN_LSTM_REFERENCE, FB, "4000", "1.00"),
         (torch, lstm.FORWARD, "2000", "1.00"),
         (torch, FB, "2000", "1.00"),
         (lstm.DEZERO, lstm.FORWARD, "8000", "4.00"),

@@ -27,13 +27,27 @@ def test_suite_is_registered():
 def test_quick_table(backend, capsys):
     headers, rows = mlp.run(quick=True)
     assert headers == mlp.HEADERS
-    assert [(r[0], r[1], r[2]) for r in rows] == [("20-16-10", "1", "dlscratch"), ("20-16-10", "4", "dlscratch")]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("20-16-10", "1", "dlscratch"), ("20-16-10", "1", mlp.REFERENCE_PATH),
+        ("20-16-10", "4", "dlscratch"), ("20-16-10", "4", mlp.REFERENCE_PATH),
+    ]
     for row in rows:
         ms, per_second = float(row[3]), float(row[4])
         assert ms > 0 and math.isfinite(ms)
         assert per_second == pytest.approx(int(row[1]) / (ms / 1e3), rel=0.01)
         assert row[5] == "-"
-    assert "quick mode" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "quick mode" in out
+    assert "20-16-10: reference path time / fast path time: " in out
+
+
+def test_reference_lines_give_each_batch_its_ratio():
+    lines = mlp.reference_lines({("784-1000-10", 1): 1.234, ("784-1000-10", 128): 0.996, ("20-10", 8): 2.0})
+    assert lines == [
+        "784-1000-10: reference path time / fast path time: 1.23 at batch 1, 1.00 at batch 128 "
+        "(what the fast path's tricks buy)",
+        "20-10: reference path time / fast path time: 2.00 at batch 8 (what the fast path's tricks buy)",
+    ]
 
 
 def test_step_trains_the_model(backend):
@@ -70,13 +84,15 @@ def test_verdicts():
 
 def test_ratio_column_is_the_median_of_paired_rounds(monkeypatch):
     """Each round's dlscratch time is divided by PyTorch's from the same round, not median by median."""
-    times = {"dlscratch": [1.0, 4.0, 9.0], "PyTorch CPU": [2.0, 2.0, 10.0]}
+    times = {"dlscratch": [1.0, 4.0, 9.0], mlp.REFERENCE_PATH: [3.0, 8.0, 9.0], "PyTorch CPU": [2.0, 2.0, 10.0]}
     monkeypatch.setattr(mlp, "torch_available", lambda: True)
     monkeypatch.setattr(mlp, "torch_step", lambda sizes, batch: None)
     monkeypatch.setattr(mlp, "measure_interleaved", lambda variants, **kwargs: times)
-    rows, paired = mlp.rows_for((12, 8, 3), 2, repeat=3, quick=True)
+    rows, paired, reference_ratio = mlp.rows_for((12, 8, 3), 2, repeat=3, quick=True)
     assert paired == [0.5, 2.0, 0.9]
+    assert reference_ratio == 2.0  # medians: 8 s over 4 s
     assert rows == [
         ["12-8-3", "2", "dlscratch", "4000.000", "0", "0.90"],  # medians: 4 s and 2 s, but the rounds give 0.9
+        ["12-8-3", "2", mlp.REFERENCE_PATH, "8000.000", "0", "1.50"],
         ["12-8-3", "2", "PyTorch CPU", "2000.000", "1", "1.00"],
     ]

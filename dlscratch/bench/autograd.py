@@ -7,14 +7,15 @@ repeating) on float32 arrays runs five ways:
 - raw arrays, forward and a hand-written backward of the same arithmetic (the fair baseline);
 - dlscratch forward under ``no_grad`` (tensors, no graph);
 - dlscratch forward, recording the graph;
-- dlscratch forward and ``backward()``.
+- dlscratch forward and ``backward()``;
+- the same on the reference path (``dlscratch.reference()``): these operations have no fast
+  version, so this row measures what the switch itself costs.
 
 Both sides run the same loop, so on small arrays, where arithmetic is nearly free, the
 difference per operation is the framework's own cost. On large arrays arithmetic dominates,
 and memory shows: the recorded graph keeps every intermediate array alive until backward,
-where the hand-written version keeps only the tanh outputs. When the graph is freed, glibc
-may return its memory to the OS and page-fault it back on the next call, more or less so
-depending on what ran before: compare the large-array rows within one run only.
+where the hand-written version keeps only the tanh outputs (``python -m dlscratch.bench`` keeps
+freed memory in the process, ``dlscratch/memory.py``, so it is not page-faulted back each call).
 """
 
 import numpy
@@ -23,7 +24,7 @@ from .. import backend
 from ..creation import generator
 from ..grad_mode import no_grad
 from ..tensor import Tensor
-from .timing import format_table, measure_interleaved, median
+from .timing import format_table, measure_interleaved, median, on_the_reference_path
 
 PATTERN = ("add", "mul", "add", "mul", "tanh")
 TARGET_US = 5.0  # framework overhead per op, forward + backward, on a 2-core CPU
@@ -34,6 +35,7 @@ SIZES = [((16, 16), 1000), ((256, 256), 200)]
 QUICK_SIZES = [((4, 4), 20), ((32, 32), 10)]
 QUICK_REPEAT = 2
 HEADERS = ["size", "ops", "variant", "µs/op", "overhead µs/op", "x raw"]
+REFERENCE_ROW = "dlscratch forward+backward, reference path"
 
 
 def forward(y, ops, c, k, tanh):
@@ -100,6 +102,7 @@ def variants(shape, n):
         "dlscratch forward, no_grad": forward_no_grad,
         "dlscratch forward": lambda: forward(xt, ops, ct, kt, Tensor.tanh),
         "dlscratch forward+backward": forward_backward,
+        REFERENCE_ROW: on_the_reference_path(forward_backward),
     }
 
 
@@ -110,7 +113,7 @@ def rows_for(shape, n, repeat, quick):
     us = {name: median(t) / n * 1e6 for name, t in times.items()}
     raw_fwd, raw_fwd_bwd = list(us)[:2]
     baseline = {"dlscratch forward, no_grad": raw_fwd, "dlscratch forward": raw_fwd,
-                "dlscratch forward+backward": raw_fwd_bwd}
+                "dlscratch forward+backward": raw_fwd_bwd, REFERENCE_ROW: raw_fwd_bwd}
     size = "x".join(map(str, shape))
     rows = []
     for name, value in us.items():
@@ -138,11 +141,13 @@ def summary(rows, quick):
     """The verdict against the target at the smallest size, and the ratio at the largest."""
     fwd_bwd = [row for row in rows if row[2] == "dlscratch forward+backward"]
     small, large = fwd_bwd[0], fwd_bwd[-1]
+    reference = next(row for row in rows if row[2] == REFERENCE_ROW and row[0] == small[0])
     verdict = "quick mode: too few ops to judge" if quick else "met" if float(small[4]) < TARGET_US else "NOT met"
     return [
         f"framework overhead per op, forward+backward, {small[0]}: {small[4]} µs "
         f"(target < {TARGET_US:g} µs on a 2-core CPU: {verdict}; DeZero 0.0.13: about {DEZERO_US} µs)",
         f"at {large[0]}, dlscratch forward+backward takes {large[5]}x the time of the hand-written version: "
-        "memory, not Python (the graph holds every intermediate array, and once it is freed the allocator "
-        "may return that memory to the OS and page-fault it back on the next call)",
+        "memory, not Python (the graph holds every intermediate array until backward)",
+        f"reference path, {small[0]}: {reference[3]} µs/op against {small[3]} on the fast path (these operations "
+        "have one implementation: the difference is the switch's own cost, and noise)",
     ]

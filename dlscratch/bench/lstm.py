@@ -5,6 +5,8 @@ The workload of the MATLAB Answers forum thread: input 700, hidden 500, 80 time 
 forward pass, ``output.sum()`` as the loss and its backward. The variants, interleaved per batch size:
 
 - ``dlscratch nn.LSTM``: the library's layer (one 4H-wide GEMM per step, the input GEMM hoisted).
+- ``dlscratch nn.LSTM, reference path``: the same layer under ``dlscratch.reference()``; what the
+  fast path adds (on the GPU, the fused point-wise kernel) is the difference.
 - ``dlscratch per-gate loop, peepholes``: the forum's model written with dlscratch's autograd ops,
   eight products per step (four gates times input and recurrent weights) and diagonal peepholes;
   the naive reference that shows what the layer saves.
@@ -29,7 +31,16 @@ from ..creation import manual_seed, zeros
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 from . import dezero_models
-from .timing import dezero_available, format_table, measure_interleaved, median, torch_available, verdict
+from .timing import (
+    dezero_available,
+    format_table,
+    measure_interleaved,
+    median,
+    on_the_fast_path,
+    on_the_reference_path,
+    torch_available,
+    verdict,
+)
 
 SIZES = (700, 500, 80)  # input_size, hidden_size, steps
 BATCHES = [1, 32, 128]
@@ -39,6 +50,7 @@ REPEAT, QUICK_REPEAT = 5, 1
 HEADERS = ["batch", "variant", "pass", "ms", "GFLOP/s", "% of GEMM peak", "x PyTorch"]
 FORWARD, FORWARD_BACKWARD = "forward", "forward+backward"
 NN_LSTM = "dlscratch nn.LSTM"
+NN_LSTM_REFERENCE = "dlscratch nn.LSTM, reference path"
 PER_GATE = "dlscratch per-gate loop, peepholes"
 DEZERO = "DeZero 0.0.13 LSTM"
 PYTORCH_BATCH_1_TARGET = 1.0  # at batch 1: no slower than PyTorch
@@ -133,7 +145,10 @@ def dlscratch_variants(sizes, batch):
     x = Tensor(backend.xp.asarray(random_sequence(sizes, batch)))
     variants = {}
     for name, model in ((NN_LSTM, nn.LSTM(input_size, hidden_size)), (PER_GATE, PerGateLSTM(input_size, hidden_size))):
-        variants.update({(name, pass_): fn for pass_, fn in timed_passes(model, x).items()})
+        variants.update({(name, pass_): on_the_fast_path(fn) for pass_, fn in timed_passes(model, x).items()})
+    reference_model = nn.LSTM(input_size, hidden_size)
+    variants.update({(NN_LSTM_REFERENCE, pass_): on_the_reference_path(fn)
+                     for pass_, fn in timed_passes(reference_model, x).items()})
     return variants
 
 
@@ -234,7 +249,7 @@ def rows_for(sizes, batch, repeat, quick, peak):
         rows.append([str(batch), variant, pass_, f"{seconds * 1e3:.4g}", f"{gflops:.3g}", f"{gflops / peak * 100:.1f}",
                      ratio])
     ours = times[NN_LSTM, FORWARD_BACKWARD]
-    ratios = {}
+    ratios = {"reference path": per_round(times[NN_LSTM_REFERENCE, FORWARD_BACKWARD], ours)}
     if reference is not None:
         ratios["PyTorch"] = per_round(ours, times[reference, FORWARD_BACKWARD])
     if (DEZERO, FORWARD_BACKWARD) in times:
@@ -264,13 +279,20 @@ def run(repeat=None, quick=False):
         rows += batch_rows
         ratios.update({(batch, reference): paired for reference, paired in batch_ratios.items()})
     print(format_table(HEADERS, rows))
-    for line in summary(ratios, quick):
+    for line in [reference_line(ratios)] + summary(ratios, quick):
         print(line)
     library = "NumPy" if backend.name() == "numpy" else "CuPy"
     print(f"GEMM peak: the best of {library}'s own matrix products above, measured in this run ({peak:.0f} GFLOP/s; "
           "PyTorch brings its own GEMM, which can exceed it); GFLOP/s count the gate GEMMs only, 2*T*N*4H*(I+H) "
           "per forward and 3x that for forward+backward")
     return HEADERS, rows
+
+
+def reference_line(ratios):
+    """The reference path's forward+backward time over the fast path's, at each batch size."""
+    parts = [f"{median(paired):.2f} at batch {batch}" for (batch, name), paired in ratios.items()
+             if name == "reference path"]
+    return f"nn.LSTM forward+backward, reference path time / fast path time: {', '.join(parts)}"
 
 
 def summary(ratios, quick):

@@ -18,7 +18,15 @@ from ..creation import manual_seed
 from ..functions.loss import cross_entropy
 from ..tensor import Tensor
 from .phases import measure_phases, median_phases
-from .timing import format_table, measure_interleaved, median, torch_available, verdict
+from .timing import (
+    format_table,
+    measure_interleaved,
+    median,
+    on_the_fast_path,
+    on_the_reference_path,
+    torch_available,
+    verdict,
+)
 
 MODELS = [(784, 1000, 10), (784, 256, 256, 10)]
 BATCHES = [1, 8, 128, 1024]
@@ -33,6 +41,7 @@ PHASE_MODEL, PHASE_BATCH = (784, 1000, 10), 1
 SMALL_BATCH_TARGET = 1.0  # at batch 1 and 8: faster than PyTorch
 BATCH_128_TARGET = 1.3  # at batch 128: within 1.3x of PyTorch
 MET_SHARE = 0.75  # a target is met when it holds in at least this share of the rounds
+REFERENCE_PATH = "dlscratch, reference path"
 
 
 def random_batch(sizes, batch):
@@ -125,22 +134,39 @@ def _torch_setup(sizes, batch):
 
 
 def rows_for(sizes, batch, repeat, quick):
-    """Table rows for one model and batch (dlscratch, then PyTorch when importable), and the ratio of
-    dlscratch's time to PyTorch's in each round (None without PyTorch)."""
-    variants = {"dlscratch": dlscratch_step(sizes, batch)}
+    """Table rows for one model and batch (dlscratch on the fast path, on the reference path, then
+    PyTorch when importable); returns ``(rows, paired, reference_ratio)``: the ratio of dlscratch's
+    time to PyTorch's in each round (None without PyTorch), and the reference path's median time over
+    the fast path's."""
+    variants = {
+        "dlscratch": on_the_fast_path(dlscratch_step(sizes, batch)),
+        REFERENCE_PATH: on_the_reference_path(dlscratch_step(sizes, batch)),  # what the fast path buys
+    }
     if torch_available():
         variants["PyTorch CPU"] = torch_step(sizes, batch)
     times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
-    paired = None
+    per_round = {}
     if "PyTorch CPU" in times:
-        paired = [ours / theirs for ours, theirs in zip(times["dlscratch"], times["PyTorch CPU"])]
+        torch_times = times["PyTorch CPU"]
+        per_round = {name: [ours / theirs for ours, theirs in zip(t, torch_times)] for name, t in times.items()}
     model = "-".join(map(str, sizes))
     rows = []
     for name, t in times.items():
         s = median(t)
-        ratio = "-" if paired is None else "1.00" if name == "PyTorch CPU" else f"{median(paired):.2f}"
+        ratio = f"{median(per_round[name]):.2f}" if per_round else "-"
         rows.append([model, str(batch), name, f"{s * 1e3:.3f}", f"{batch / s:.0f}", ratio])
-    return rows, paired
+    reference_ratio = median(times[REFERENCE_PATH]) / median(times["dlscratch"])
+    return rows, per_round.get("dlscratch"), reference_ratio
+
+
+def reference_lines(reference_ratios):
+    """One line per model: the reference path's time over the fast path's at each batch size.
+    ``reference_ratios``: ``{(model, batch): ratio}``."""
+    by_model = {}
+    for (model, batch), ratio in reference_ratios.items():
+        by_model.setdefault(model, []).append(f"{ratio:.2f} at batch {batch}")
+    return [f"{model}: reference path time / fast path time: {', '.join(parts)} (what the fast path's tricks buy)"
+            for model, parts in by_model.items()]
 
 
 def run(repeat=None, quick=False):
@@ -153,15 +179,16 @@ def run(repeat=None, quick=False):
         f"float32 data, device {backend.device()}; median of {repeat} interleaved repeats, and of the "
         "ratio in each round"
     )
-    rows, ratios = [], {}
+    rows, ratios, reference_ratios = [], {}, {}
     for sizes in models:
         for batch in batches:
-            case_rows, paired = rows_for(sizes, batch, repeat, quick)
+            case_rows, paired, reference_ratio = rows_for(sizes, batch, repeat, quick)
             rows += case_rows
             if paired is not None:
                 ratios["-".join(map(str, sizes)), batch] = paired
+            reference_ratios["-".join(map(str, sizes)), batch] = reference_ratio
     print(format_table(HEADERS, rows))
-    for line in summary(ratios, quick):
+    for line in reference_lines(reference_ratios) + summary(ratios, quick):
         print(line)
     sizes, batch = (QUICK_MODELS[0], 1) if quick else (PHASE_MODEL, PHASE_BATCH)
     print(f"\nwhere one step's time goes, {'-'.join(map(str, sizes))} at batch {batch} (median of {repeat} bursts):")
