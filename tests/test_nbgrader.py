@@ -1,0 +1,95 @@
+"""Teachers can use the lessons with nbgrader as they are: every exercise carries nbgrader's metadata, and
+nbgrader itself (``generate_assignment``, then ``autograde``) gives the solutions full marks and the generated
+student notebooks zero on every autograded check, without an error of its own.
+
+The nbgrader runs execute every lesson twice in quick mode; they carry the ``nbgrader`` mark so that a run that
+is only about the library (``DLSCRATCH_REFERENCE=1`` in ``.ci/run``) can leave them out.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from add_nbgrader_metadata import exercise_roles, nbgrader_metadata  # noqa: E402
+
+LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_exercise_cell_carries_nbgrader_metadata(path):
+    cells = _cells(path)
+    roles = exercise_roles(cells)
+    assert any(role == "check" for role, _ in roles.values()), f"{path.name}: no checked exercise"
+    for index, (role, exercise) in roles.items():
+        stored = cells[index]["metadata"].get("nbgrader")
+        assert stored == nbgrader_metadata(role, f"exercise-{exercise}-{role}"), (
+            f"{path.name}, cell {index}: missing or stale nbgrader metadata; run python tools/add_nbgrader_metadata.py")
+    for index, cell in enumerate(cells):
+        if "nbgrader" in cell["metadata"]:
+            assert index in roles, f"{path.name}, cell {index}: nbgrader metadata on a cell that is no exercise's"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_every_solution_is_followed_by_its_check(path):
+    roles = exercise_roles(_cells(path))
+    for index, (role, exercise) in roles.items():
+        if role == "solution":
+            assert roles.get(index + 1) == ("check", exercise), (
+                f"{path.name}, cell {index}: Exercise {exercise}'s solution must be followed by its check cell")
+
+
+def test_grade_ids_are_unique_across_the_course():
+    ids = [cell["metadata"]["nbgrader"]["grade_id"] for path in LESSONS for cell in _cells(path)
+           if "nbgrader" in cell["metadata"]]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+def _nbgrader(course, *args):
+    env = dict(os.environ, DLSCRATCH_DEVICE="cpu", DLSCRATCH_QUICK="1", MPLBACKEND="Agg")
+    result = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--force"], cwd=course, env=env,
+                            capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+@pytest.mark.nbgrader
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_nbgrader_grades_solutions_full_and_stubs_zero(path, tmp_path):
+    from nbgrader.api import Gradebook
+
+    assignment = path.stem
+    (tmp_path / "nbgrader_config.py").write_text(
+        f"c = get_config()\nc.CourseDirectory.root = {str(tmp_path)!r}\nc.ExecutePreprocessor.timeout = 1200\n"
+    )
+    source = tmp_path / "source" / assignment
+    source.mkdir(parents=True)
+    shutil.copy(path, source)
+    _nbgrader(tmp_path, "generate_assignment", assignment)
+    student_version = tmp_path / "release" / assignment / path.name
+    assert "### BEGIN SOLUTION" not in student_version.read_text(encoding="utf-8")
+    for student, notebook in (("solution", path), ("stub", student_version)):
+        folder = tmp_path / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        shutil.copy(notebook, folder / path.name)
+    _nbgrader(tmp_path, "autograde", assignment, "--create")
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        for student, expected in (("solution", "full"), ("stub", "zero")):
+            submission = gradebook.find_submission(assignment, student)
+            checks = [g for nb in submission.notebooks for g in nb.grades if g.name.endswith("-check")]
+            assert checks, f"{assignment}: nbgrader found no autograded check"
+            for grade in checks:
+                wanted = grade.max_score if expected == "full" else 0
+                assert grade.auto_score == wanted, (
+                    f"{assignment}, {student}: {grade.name} scored {grade.auto_score} of {grade.max_score}")
