@@ -1,7 +1,7 @@
 """Suite "autograd": what recording a graph and backpropagating through it cost per operation.
 
 A chain of elementwise operations (add a constant, multiply by a constant, twice, then tanh;
-repeating) on float32 arrays runs five ways:
+repeating) on float32 arrays runs six ways:
 
 - raw arrays, forward;
 - raw arrays, forward and a hand-written backward of the same arithmetic (the fair baseline);
@@ -9,7 +9,8 @@ repeating) on float32 arrays runs five ways:
 - dlscratch forward, recording the graph;
 - dlscratch forward and ``backward()``;
 - the same on the reference path (``dlscratch.reference()``): these operations have no fast
-  version, so this row measures what the switch itself costs.
+  version, so both paths run the same code and the reference/fast ratio printed below the
+  table is the switch's own cost, and noise.
 
 Both sides run the same loop, so on small arrays, where arithmetic is nearly free, the
 difference per operation is the framework's own cost. On large arrays arithmetic dominates,
@@ -24,7 +25,7 @@ from .. import backend
 from ..creation import generator
 from ..grad_mode import no_grad
 from ..tensor import Tensor
-from .timing import format_table, measure_interleaved, median, on_the_reference_path
+from .timing import format_table, measure_interleaved, median, on_the_fast_path, on_the_reference_path
 
 PATTERN = ("add", "mul", "add", "mul", "tanh")
 TARGET_US = 5.0  # framework overhead per op, forward + backward, on a 2-core CPU
@@ -35,6 +36,7 @@ SIZES = [((16, 16), 1000), ((256, 256), 200)]
 QUICK_SIZES = [((4, 4), 20), ((32, 32), 10)]
 QUICK_REPEAT = 2
 HEADERS = ["size", "ops", "variant", "µs/op", "overhead µs/op", "x raw"]
+FAST_ROW = "dlscratch forward+backward"
 REFERENCE_ROW = "dlscratch forward+backward, reference path"
 
 
@@ -73,7 +75,7 @@ def raw_forward_backward(x, ops, c, k, seed, tanh):
 
 
 def variants(shape, n):
-    """The five timed callables for a chain of ``n`` ops on arrays of ``shape``, by row name."""
+    """The timed callables for a chain of ``n`` ops on arrays of ``shape``, by row name."""
     xp = backend.xp
     rng = generator(xp)
     x = rng.random(shape, dtype=numpy.float32) * 2 - 1
@@ -99,28 +101,30 @@ def variants(shape, n):
     return {
         f"{name} forward": lambda: forward(x, ops, c, k, xp.tanh),
         f"{name} forward+backward": lambda: raw_forward_backward(x, ops, c, k, seed, xp.tanh),
-        "dlscratch forward, no_grad": forward_no_grad,
-        "dlscratch forward": lambda: forward(xt, ops, ct, kt, Tensor.tanh),
-        "dlscratch forward+backward": forward_backward,
+        "dlscratch forward, no_grad": on_the_fast_path(forward_no_grad),
+        "dlscratch forward": on_the_fast_path(lambda: forward(xt, ops, ct, kt, Tensor.tanh)),
+        FAST_ROW: on_the_fast_path(forward_backward),
         REFERENCE_ROW: on_the_reference_path(forward_backward),
     }
 
 
 def rows_for(shape, n, repeat, quick):
-    """Table rows for one size: µs per op, and the overhead against the matching raw variant."""
+    """Table rows for one size: µs per op, and the overhead against the matching raw variant; and the
+    reference path's forward+backward time over the fast path's, the median of the ratio in each round."""
     fns = variants(shape, n)
     times = measure_interleaved(fns, repeat=repeat, number=1 if quick else None, pause=0)  # no BLAS: no spinning
     us = {name: median(t) / n * 1e6 for name, t in times.items()}
     raw_fwd, raw_fwd_bwd = list(us)[:2]
     baseline = {"dlscratch forward, no_grad": raw_fwd, "dlscratch forward": raw_fwd,
-                "dlscratch forward+backward": raw_fwd_bwd, REFERENCE_ROW: raw_fwd_bwd}
+                FAST_ROW: raw_fwd_bwd, REFERENCE_ROW: raw_fwd_bwd}
     size = "x".join(map(str, shape))
     rows = []
     for name, value in us.items():
         base = baseline.get(name)
         extra = ["-", "-"] if base is None else [f"{value - us[base]:.2f}", f"{value / us[base]:.2f}"]
         rows.append([size, str(n), name, f"{value:.2f}", *extra])
-    return rows
+    reference_ratio = median([r / f for r, f in zip(times[REFERENCE_ROW], times[FAST_ROW])])
+    return rows, reference_ratio
 
 
 def run(repeat=None, quick=False):
@@ -130,24 +134,31 @@ def run(repeat=None, quick=False):
         f"autograd: a chain of elementwise ops ({', '.join(PATTERN)}, repeating) on float32 arrays; "
         f"median of {repeat} interleaved repeats"
     )
-    rows = [row for shape, n in sizes for row in rows_for(shape, n, repeat, quick)]
+    rows, reference_ratios = [], {}
+    for shape, n in sizes:
+        size_rows, reference_ratios["x".join(map(str, shape))] = rows_for(shape, n, repeat, quick)
+        rows += size_rows
     print(format_table(HEADERS, rows))
-    for line in summary(rows, quick):
+    for line in [reference_line(reference_ratios)] + summary(rows, quick):
         print(line)
     return HEADERS, rows
 
 
 def summary(rows, quick):
     """The verdict against the target at the smallest size, and the ratio at the largest."""
-    fwd_bwd = [row for row in rows if row[2] == "dlscratch forward+backward"]
+    fwd_bwd = [row for row in rows if row[2] == FAST_ROW]
     small, large = fwd_bwd[0], fwd_bwd[-1]
-    reference = next(row for row in rows if row[2] == REFERENCE_ROW and row[0] == small[0])
     verdict = "quick mode: too few ops to judge" if quick else "met" if float(small[4]) < TARGET_US else "NOT met"
     return [
         f"framework overhead per op, forward+backward, {small[0]}: {small[4]} µs "
         f"(target < {TARGET_US:g} µs on a 2-core CPU: {verdict}; DeZero 0.0.13: about {DEZERO_US} µs)",
         f"at {large[0]}, dlscratch forward+backward takes {large[5]}x the time of the hand-written version: "
         "memory, not Python (the graph holds every intermediate array until backward)",
-        f"reference path, {small[0]}: {reference[3]} µs/op against {small[3]} on the fast path (these operations "
-        "have one implementation: the difference is the switch's own cost, and noise)",
     ]
+
+
+def reference_line(ratios):
+    """The reference path's forward+backward time over the fast path's at each size. ``ratios``: size -> ratio."""
+    parts = ", ".join(f"{ratio:.2f} at {size}" for size, ratio in ratios.items())
+    return (f"forward+backward, reference path time / fast path time: {parts} (add, mul and tanh have no fast "
+            "version: both paths run the same code, so this is the switch's own cost, and noise)")
