@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_tools import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-from add_nbgrader_metadata import exercise_roles, nbgrader_metadata  # noqa: E402
+nbgrader_tool = load_tool("add_nbgrader_metadata")
+exercise_roles, nbgrader_metadata = nbgrader_tool.exercise_roles, nbgrader_tool.nbgrader_metadata
 
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

@@ -6,7 +6,6 @@ nbgrader's markers each followed by a check cell, no stored errors, no machine p
 ``tools/sync_repo_url.py``, which writes the URL into the README and the notebooks.
 """
 
-import importlib.util
 import json
 import re
 import shutil
@@ -15,23 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_tools import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 TOOL = ROOT / "tools" / "sync_repo_url.py"
-EXECUTE_TOOL = ROOT / "tools" / "execute_lessons.py"
 MACHINE_PATH = re.compile(r"(?<![\w.])/(work|tmp|root|home)\b")
 
 
-def _load_tool(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sync = _load_tool(TOOL)
-execute_lessons = _load_tool(EXECUTE_TOOL)
+sync = load_tool("sync_repo_url")
+execute_lessons = load_tool("execute_lessons")
 URL = sync.repository_url(ROOT / "pyproject.toml")
 
 
