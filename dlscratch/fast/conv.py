@@ -13,7 +13,8 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
   memory (``layout.py``): the next convolution's im2col and this one's backward find their arrays
   already in order (Fixstars's CUDA seminar vol. 3 (2022) advises avoiding transposes).
 - **Large buffers are not given back to the system** (the same seminar's other advice: reuse large
-  buffers). That is done for the whole process by ``memory.py``; a cache of column matrices kept
+  buffers). That is done for the whole process by ``memory.keep_freed_memory()``, which ``fit()``,
+  the benchmarks and the lessons call; a cache of column matrices kept
   here as well bought nothing once it was (Keras CNN step at batch 128: 68.7-70.6 ms with the cache,
   68.7-69.4 ms without; 88.9-94.1 ms either way when freed memory goes back to the system), so it
   was removed.
