@@ -10,6 +10,10 @@ path runs on the CPU (NumPy) and on an NVIDIA GPU (CuPy). It is the only module 
     x = backend.to_gpu(numpy_array)
     backend.synchronize()          # wait for queued GPU work (a no-op on NumPy)
 
+With ``DLSCRATCH_STRICT_GPU=1`` (or after ``use_strict_stand_in()``) a strict stand-in for CuPy
+(``strict_cupy.py``: NumPy underneath, refusing to mix with NumPy arrays as CuPy does) plays the GPU,
+so that "runs on the GPU too" is tested on a machine without one.
+
 The environment variable ``DLSCRATCH_DEVICE`` (``cpu``, ``gpu`` or ``auto``, or any other name
 ``use`` accepts: ``numpy``, ``cupy``, ``cuda``) sets the backend at import time; without it
 dlscratch starts on the CPU, as PyTorch does.
@@ -36,6 +40,8 @@ _NAMES = {"numpy": "numpy", "cpu": "numpy", "cupy": "cupy", "gpu": "cupy", "cuda
 def _import_cupy():
     """Import CuPy once; return the module, or None with the reason recorded."""
     global cupy, cupyx, _gpu_status
+    if cupy is None and _gpu_status is None and os.environ.get("DLSCRATCH_STRICT_GPU", "") not in ("", "0"):
+        return use_strict_stand_in()
     if cupy is None and _gpu_status is None:
         try:
             import cupy as cupy_module
@@ -45,6 +51,29 @@ def _import_cupy():
             return None
         cupy, cupyx = cupy_module, cupyx_module
     return cupy
+
+
+def use_strict_stand_in():
+    """Let the strict CuPy stand-in (``strict_cupy.py``) play the GPU from now on; return it.
+
+    ``use("gpu")``, ``to_gpu`` and the tests' "cupy" runs then use it. It computes with NumPy on the
+    CPU but refuses NumPy arrays where CuPy would, so mixing host and device arrays fails loudly.
+    """
+    global cupy, cupyx, _gpu_status
+    from . import strict_cupy
+
+    cupy, cupyx, _gpu_status = strict_cupy, strict_cupy.cupyx, (True, "")
+    return cupy
+
+
+def strict_stand_in():
+    """True when the strict CuPy stand-in plays the GPU (no real GPU is in use)."""
+    return cupy is not None and cupy.__name__ == __package__ + ".strict_cupy"
+
+
+def has_kernels():
+    """True when CUDA kernels can run: a real, usable GPU (the strict stand-in has none)."""
+    return gpu_available() and not strict_stand_in()
 
 
 def gpu_available():
@@ -103,8 +132,8 @@ def use(name):
 
 
 def name():
-    """The current backend's name: ``"numpy"`` or ``"cupy"``."""
-    return xp.__name__
+    """The current backend's name: ``"numpy"`` or ``"cupy"`` (also for the strict stand-in)."""
+    return "numpy" if xp is numpy else "cupy"
 
 
 def device():
@@ -130,8 +159,10 @@ def cupy_loaded():
 
 
 def is_gpu_array(a):
-    """True for a CuPy array."""
-    return not isinstance(a, numpy.ndarray) and type(a).__module__.partition(".")[0] == "cupy"
+    """True for a CuPy array (or a strict stand-in's array)."""
+    if isinstance(a, numpy.ndarray):
+        return False
+    return type(a).__module__.partition(".")[0] == "cupy" or (cupy is not None and isinstance(a, cupy.ndarray))
 
 
 def get_array_module(*arrays):
@@ -189,6 +220,9 @@ def elementwise_kernel(in_params, out_params, body, name, preamble=""):
     """
     key = (in_params, out_params, body, name, preamble)
     if key not in _kernels:
+        if strict_stand_in():
+            raise RuntimeError(f"elementwise_kernel {name!r}: the strict CuPy stand-in runs no CUDA kernels; "
+                               "ask backend.has_kernels() before choosing a kernel")
         if not gpu_available():
             raise RuntimeError(
                 f"elementwise_kernel {name!r} needs CuPy and a GPU: {gpu_unavailable_reason()}; "
@@ -204,6 +238,8 @@ def describe():
     if xp is numpy:
         cores = os.cpu_count() or 1
         return f"backend: numpy {numpy.__version__} on CPU ({platform.machine()}, {cores} cores), Python {python}"
+    if strict_stand_in():
+        return f"backend: strict CuPy stand-in (numpy {numpy.__version__} on the CPU, no real GPU), Python {python}"
     props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     gpu = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     cuda = cupy.cuda.runtime.runtimeGetVersion()

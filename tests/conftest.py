@@ -8,6 +8,9 @@ The ``backend`` fixture runs one test body on NumPy and, where a GPU is usable, 
     def test_add(backend):        # backend is the array module: numpy or cupy
         x = dlscratch.tensor(backend.ones(3))
 
+With ``DLSCRATCH_STRICT_GPU=1`` the strict CuPy stand-in (``dlscratch/strict_cupy.py``) plays the GPU, so
+the "cupy" runs happen on a machine without one; ``cuda_kernels`` skips the tests of CUDA kernels there.
+
 The ``gpu`` fixture gives a test that needs a usable GPU the CuPy module (and marks it ``gpu``); the
 test is skipped, saying why, where there is none. ``no_gpu`` does the opposite, for the tests of
 what happens without one.
@@ -70,6 +73,17 @@ def gpu():
 
 
 @pytest.fixture
+def cuda_kernels():
+    """CuPy on a real GPU, for a test of CUDA kernels; skipped where there is none, and on the strict
+    CuPy stand-in (``DLSCRATCH_STRICT_GPU=1``), which computes with NumPy and runs no kernels."""
+    if not dl_backend.has_kernels():
+        reason = "the strict CuPy stand-in runs no CUDA kernels" if dl_backend.strict_stand_in() else (
+            f"no usable GPU: {dl_backend.gpu_unavailable_reason()}")
+        pytest.skip(reason)
+    return dl_backend.cupy
+
+
+@pytest.fixture
 def no_gpu():
     """For a test of what happens without a usable GPU; skipped where there is one."""
     if dl_backend.gpu_available():
@@ -79,5 +93,5 @@ def no_gpu():
 def pytest_collection_modifyitems(items):
     """Tests that use the ``gpu`` fixture carry the ``gpu`` mark (``pytest -m "not gpu"`` leaves them out)."""
     for item in items:
-        if "gpu" in getattr(item, "fixturenames", ()):
+        if {"gpu", "cuda_kernels"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.gpu)

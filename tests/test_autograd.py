@@ -131,7 +131,7 @@ def test_constant_inputs_get_no_grad(backend):
 
 
 def test_gradients_reduced_over_broadcast_dimensions(backend):
-    a = dlscratch.tensor(np.ones((2, 3)), requires_grad=True)
+    a = dlscratch.tensor(backend.ones((2, 3)), requires_grad=True)  # a NumPy array would stay on the CPU
     row = dlscratch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     col = dlscratch.tensor([[10.0], [20.0]], requires_grad=True)
     s = dlscratch.tensor(2.0, requires_grad=True)

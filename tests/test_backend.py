@@ -27,9 +27,8 @@ def test_use_numpy_and_cpu_select_numpy(restore_numpy):
 
 
 def test_use_auto_picks_cupy_only_with_a_usable_gpu(restore_numpy):
-    expected = "cupy" if B.gpu_available() else "numpy"
-    assert B.use("auto").__name__ == expected
-    assert B.name() == expected
+    assert B.use("auto") is (B.cupy if B.gpu_available() else np)
+    assert B.name() == ("cupy" if B.gpu_available() else "numpy")
 
 
 def test_use_unknown_name_lists_the_choices():
@@ -136,11 +135,13 @@ def test_scatter_add_with_a_tuple_of_index_arrays(backend):
 
 def test_describe_names_backend_device_and_versions(backend):
     text = B.describe()
-    assert text.startswith(f"backend: {backend.__name__} ")
     assert np.__version__ in text and platform.python_version() in text
     if backend is np:
-        assert "on CPU" in text and f"{os.cpu_count()} cores" in text
+        assert text.startswith("backend: numpy ") and "on CPU" in text and f"{os.cpu_count()} cores" in text
+    elif B.strict_stand_in():
+        assert text.startswith("backend: strict CuPy stand-in") and "no real GPU" in text
     else:
+        assert text.startswith(f"backend: {backend.__name__} ")
         assert "on GPU" in text and backend.__version__ in text and "CUDA runtime" in text
 
 
@@ -176,6 +177,7 @@ def cupy_without_driver(monkeypatch):
     monkeypatch.setattr(B, "cupy", None)
     monkeypatch.setattr(B, "cupyx", None)
     monkeypatch.setattr(B, "_gpu_status", None)
+    monkeypatch.delenv("DLSCRATCH_STRICT_GPU", raising=False)
     yield fake_cupy
     B.use("numpy")
 

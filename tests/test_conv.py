@@ -202,4 +202,4 @@ def test_conv2d_on_the_gpu_matches_numpy(backend):
     xg = dlscratch.tensor(B.to_gpu(x), requires_grad=True)
     y = F.conv2d(xg, dlscratch.tensor(B.to_gpu(w)), dlscratch.tensor(B.to_gpu(b)), 2, 1)
     np.testing.assert_allclose(B.to_cpu(y.data), expected, rtol=1e-5, atol=1e-5)
-    dlscratch.gradcheck(lambda x: F.conv2d(x, dlscratch.tensor(B.to_gpu(w)), None, 2, 1), xg)
+    dlscratch.gradcheck(lambda x: F.conv2d(x, dlscratch.tensor(B.to_gpu(w), dtype=np.float64), None, 2, 1), xg)

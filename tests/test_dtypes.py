@@ -63,7 +63,7 @@ EXPRESSIONS = {
     "softmax": lambda x, w: F.softmax(x, dim=1) * F.log_softmax(x, dim=0),
     "cross-entropy-numpy-labels": lambda x, w: F.cross_entropy(x, np.array([0, 3, 1])),
     "cross-entropy-tensor-labels": lambda x, w: F.cross_entropy(x @ w, dlscratch.tensor([1, 0, 1]), "sum"),
-    "cross-entropy-none": lambda x, w: F.cross_entropy(x, dlscratch.tensor(np.array([2, 2, 0])), "none"),
+    "cross-entropy-none": lambda x, w: F.cross_entropy(x, dlscratch.tensor([2, 2, 0], device=x.device), "none"),
     "mse-float64-target": lambda x, w: F.mse_loss(x, np.zeros((3, 4))),
     "indexing": lambda x, w: x[[0, 0, 2]] * x[1:, ::-1].sum(),
     "joining": lambda x, w: F.cat([x, x * 2], dim=0).sum(0) + F.stack([x, x], dim=1).mean((0, 1)),

@@ -163,9 +163,7 @@ def test_elementwise_kernel_without_a_gpu_says_why(no_gpu):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape, k, s, p", CASES)
-def test_gpu_kernels_equal_loops(backend, shape, k, s, p):
-    if backend is np:
-        pytest.skip("the kernel method runs on CuPy only")
+def test_gpu_kernels_equal_loops(cuda_kernels, shape, k, s, p):
     x = integers(shape)
     expected = im2col_array(x, k, s, p, method="loops")
     for source in (x, batch_last(x)):

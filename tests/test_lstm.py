@@ -417,7 +417,7 @@ def test_pointwise_forward_and_backward_match_the_reference(backend, peephole):
 
 
 @pytest.mark.parametrize("peephole", [False, True])
-def test_fused_kernels_equal_the_plain_path_on_the_gpu(gpu, fast_path, peephole):
+def test_fused_kernels_equal_the_plain_path_on_the_gpu(cuda_kernels, fast_path, peephole):
     xp = B.module_for("gpu")
     N, H = 5, 7
     z, c_prev, gh, gc, p_i, p_f, p_o = (xp.asarray(a.astype(np.float32)) for a in arrays(

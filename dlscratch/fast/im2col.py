@@ -144,11 +144,14 @@ def resolve_method(method, array, op):
     """The im2col method to use for ``array``: ``method``, or the backend's default when None."""
     on_gpu = backend.is_gpu_array(array)
     if method is None:
-        return "kernel" if on_gpu else "slices"
+        return "kernel" if on_gpu and backend.has_kernels() else "slices"
     if method not in IM2COL:
         raise ValueError(f"{op}: unknown method {method!r}; choose one of {', '.join(map(repr, IM2COL))}")
     if method == "kernel" and not on_gpu:
         raise ValueError(f"{op}: method 'kernel' needs CuPy arrays; move the input with .to('gpu') or use 'slices'")
+    if method == "kernel" and not backend.has_kernels():
+        raise ValueError(f"{op}: method 'kernel' needs CUDA kernels, which the strict CuPy stand-in cannot run; "
+                         "use 'slices'")
     return method
 
 

@@ -1,0 +1,435 @@
+"""A strict stand-in for CuPy on the CPU: NumPy computes, CuPy's refusals are kept.
+
+Code that runs on NumPy can still be wrong on a GPU: an array made with ``np.zeros`` where
+``xp.zeros`` was meant, a host array added to a device array, ``np.asarray`` on a device array.
+NumPy never notices, and CI has no GPU. This module plays CuPy on the CPU so that it does notice:
+
+    DLSCRATCH_STRICT_GPU=1 python -m pytest tests      # the "cupy" runs of every test, on the stand-in
+    DLSCRATCH_STRICT_GPU=1 DLSCRATCH_DEVICE=gpu jupyter nbconvert --execute ...
+
+With ``DLSCRATCH_STRICT_GPU=1``, ``dlscratch.backend`` takes this module for ``cupy`` (and its
+``cupyx`` namespace for ``cupyx``) and reports a usable GPU. Its ``ndarray`` wraps a NumPy array and,
+like CuPy's:
+
+- refuses to mix with a NumPy array in arithmetic, in ufuncs and in the module's functions
+  (``TypeError: Unsupported type <class 'numpy.ndarray'>``); Python and NumPy scalars are fine;
+- refuses implicit conversion: ``np.asarray(a)`` raises; ``a.get()`` or ``backend.to_cpu(a)`` copy;
+- is not a ``numpy.ndarray`` (``isinstance`` says so), and ``asarray(host_array)`` copies;
+- returns 0-d arrays, not NumPy scalars, from reductions and scalar indexing;
+- lets NumPy's functions run on it (``np.exp(a)`` gives a stand-in array, as CuPy's dispatch does).
+
+It cannot run CUDA kernels (``ElementwiseKernel`` raises); ``backend.has_kernels()`` is False on it,
+so the fast path takes its array-expression route. Timings on it mean nothing. Where CuPy is lenient
+and the stand-in cannot tell (indices and assigned values may be host arrays), it is lenient too.
+"""
+
+import sys
+import time
+import types
+import weakref
+
+import numpy
+
+_NAME = "strict CuPy stand-in (NumPy on the CPU)"
+_owners = weakref.WeakValueDictionary()  # id(NumPy array) -> the stand-in array wrapping it
+
+
+class MixedArraysError(TypeError):
+    """A NumPy array met a (stand-in) GPU array where CuPy would refuse it."""
+
+
+def _refuse(value, where):
+    raise MixedArraysError(
+        f"Unsupported type {type(value)} in {where}: a NumPy array cannot mix with a GPU array (the strict "
+        "CuPy stand-in refuses it, as CuPy does); create it with the array module of the data "
+        "(backend.get_array_module(x)) or move it with backend.to_gpu"
+    )
+
+
+def _wrap(a):
+    """A NumPy result as a stand-in array (the same object for the same NumPy array)."""
+    if isinstance(a, numpy.generic):
+        a = numpy.asarray(a)
+    known = _owners.get(id(a))
+    if known is not None and known._a is a:
+        return known
+    wrapped = ndarray.__new__(ndarray)
+    wrapped._a = a
+    _owners[id(a)] = wrapped
+    return wrapped
+
+
+def _wrap_all(value):
+    """Wrap NumPy arrays and scalars in a result (also inside tuples and lists); leave the rest."""
+    if isinstance(value, (numpy.ndarray, numpy.generic)):
+        return _wrap(value)
+    if type(value) in (tuple, list):
+        return type(value)(_wrap_all(v) for v in value)
+    if isinstance(value, (numpy.random.Generator, numpy.random.RandomState)):
+        return _Namespace(value, "random generator")
+    return value
+
+
+def _strict(value, where):
+    """Unwrap stand-in arrays for NumPy; refuse NumPy arrays (searching tuples, lists and dicts)."""
+    kind = type(value)
+    if kind is ndarray:
+        return value._a
+    if isinstance(value, numpy.ndarray):
+        _refuse(value, where)
+    if kind in (tuple, list):
+        return kind(_strict(v, where) for v in value)
+    if kind is dict:
+        return {k: _strict(v, where) for k, v in value.items()}
+    return value
+
+
+def _lenient(value):
+    """Unwrap stand-in arrays; let NumPy arrays through (indices, assigned values, ``asarray``)."""
+    kind = type(value)
+    if kind is ndarray:
+        return value._a
+    if kind in (tuple, list):
+        return kind(_lenient(v) for v in value)
+    return value
+
+
+def _function(numpy_function, where):
+    def strict_function(*args, **kwargs):
+        return _wrap_all(numpy_function(*_strict(args, where), **_strict(kwargs, where)))
+
+    strict_function.__name__ = getattr(numpy_function, "__name__", where)
+    strict_function.__doc__ = f"NumPy's {where}, refusing NumPy arrays, returning stand-in arrays."
+    return strict_function
+
+
+class _Ufunc:
+    """A NumPy ufunc that refuses NumPy arrays and returns stand-in arrays (``out=`` is returned as given)."""
+
+    def __init__(self, ufunc):
+        self._ufunc = ufunc
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, *args, **kwargs):
+        return _apply_ufunc(self._ufunc, "__call__", args, kwargs)
+
+    def __getattr__(self, method):
+        attribute = getattr(self._ufunc, method)
+        if method not in ("reduce", "accumulate", "reduceat", "outer", "at"):
+            return attribute
+        return lambda *args, **kwargs: _apply_ufunc(self._ufunc, method, args, kwargs)
+
+
+def _apply_ufunc(ufunc, method, args, kwargs):
+    where = f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__
+    out = kwargs.get("out")
+    result = getattr(ufunc, method)(*_strict(args, where), **_strict(kwargs, where))
+    if out is not None:
+        return out[0] if type(out) is tuple and len(out) == 1 else out
+    return _wrap_all(result)
+
+
+def _binary(ufunc, a, b):
+    for operand in (a, b):
+        if not isinstance(operand, (ndarray, numpy.ndarray, numpy.generic, int, float, complex, bool)):
+            return NotImplemented  # let the other operand's reflected method answer (a Tensor, say)
+    return _apply_ufunc(ufunc, "__call__", (a, b), {})
+
+
+def _operators():
+    """Python's arithmetic, comparison and in-place operators for ``ndarray``, each through a ufunc."""
+    namespace = {}
+    binary = {"add": numpy.add, "sub": numpy.subtract, "mul": numpy.multiply, "truediv": numpy.true_divide,
+              "floordiv": numpy.floor_divide, "mod": numpy.remainder, "pow": numpy.power,
+              "matmul": numpy.matmul, "and": numpy.bitwise_and, "or": numpy.bitwise_or,
+              "xor": numpy.bitwise_xor, "lshift": numpy.left_shift, "rshift": numpy.right_shift}
+    for name, ufunc in binary.items():
+        namespace[f"__{name}__"] = lambda self, other, u=ufunc: _binary(u, self, other)
+        namespace[f"__r{name}__"] = lambda self, other, u=ufunc: _binary(u, other, self)
+        namespace[f"__i{name}__"] = lambda self, other, u=ufunc: _apply_ufunc(u, "__call__", (self, other),
+                                                                            {"out": (self,)})
+    comparisons = {"lt": numpy.less, "le": numpy.less_equal, "eq": numpy.equal, "ne": numpy.not_equal,
+                   "gt": numpy.greater, "ge": numpy.greater_equal}
+    for name, ufunc in comparisons.items():
+        namespace[f"__{name}__"] = lambda self, other, u=ufunc: _binary(u, self, other)
+    unary = {"neg": numpy.negative, "pos": numpy.positive, "abs": numpy.absolute, "invert": numpy.invert}
+    for name, ufunc in unary.items():
+        namespace[f"__{name}__"] = lambda self, u=ufunc: _apply_ufunc(u, "__call__", (self,), {})
+    return namespace
+
+
+class ndarray:  # noqa: N801 (CuPy's name)
+    """A stand-in GPU array: a NumPy array inside, CuPy's rules outside."""
+
+    __slots__ = ("_a", "__weakref__")
+    __hash__ = None
+
+    def __init__(self, shape, dtype=float, order="C"):
+        self._a = numpy.empty(shape, dtype, order=order)
+        _owners[id(self._a)] = self
+
+    def get(self, stream=None, order="C", out=None):
+        """A NumPy copy on the host (CuPy's ``ndarray.get``)."""
+        if out is not None:
+            numpy.copyto(out, self._a)
+            return out
+        return numpy.array(self._a, order=order)
+
+    def __array__(self, dtype=None, copy=None):
+        raise MixedArraysError(
+            "Implicit conversion to a NumPy array is not allowed (the strict CuPy stand-in refuses it, as "
+            "CuPy does). Please use `.get()` or backend.to_cpu to construct a NumPy array explicitly."
+        )
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        where = f"numpy.{func.__name__}"
+        return _wrap_all(func(*_strict(args, where), **_strict(kwargs, where)))
+
+    def __getattr__(self, name):
+        if name == "_a" or name.startswith("__"):  # no __array_interface__ or buffer: no implicit host copy
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = getattr(self._a, name)
+        if callable(value):
+            return _function(value, f"ndarray.{name}")
+        return _wrap_all(value)
+
+    @property
+    def base(self):
+        """The stand-in array this one views (None for an array that owns its memory)."""
+        base = self._a.base
+        return None if base is None else _wrap(base) if isinstance(base, numpy.ndarray) else None
+
+    def __getitem__(self, key):
+        return _wrap(self._a[_lenient(key)])
+
+    def __setitem__(self, key, value):
+        self._a[_lenient(key)] = _lenient(value)
+
+    def __divmod__(self, other):
+        return _apply_ufunc(numpy.divmod, "__call__", (self, other), {})
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._a)))
+
+    def __bool__(self):
+        return bool(self._a)
+
+    def __float__(self):
+        return float(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __index__(self):
+        return self._a.__index__()
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __repr__(self):
+        return repr(self._a)
+
+    def __str__(self):
+        return str(self._a)
+
+    def __format__(self, spec):
+        return format(self._a, spec)
+
+    def __copy__(self):
+        return _wrap(self._a.copy())
+
+    def __deepcopy__(self, memo):
+        return _wrap(self._a.copy())
+
+    def __reduce__(self):
+        return _wrap, (self._a,)
+
+
+for _name, _operator in _operators().items():
+    setattr(ndarray, _name, _operator)
+
+
+def asarray(a, dtype=None, order=None):
+    """An array on the stand-in device: a host array is copied (as CuPy copies to the GPU)."""
+    if type(a) is ndarray:
+        return a if dtype is None or a.dtype == numpy.dtype(dtype) else a.astype(dtype)
+    return _wrap(numpy.array(_lenient(a), dtype=dtype, order=order or "K"))
+
+
+def array(a, dtype=None, copy=True, order="K", ndmin=0):
+    """A new stand-in array (a copy unless ``copy=False`` allows otherwise)."""
+    if type(a) is ndarray and not copy:
+        return asarray(a, dtype)
+    return _wrap(numpy.array(_lenient(a), dtype=dtype, order=order, ndmin=ndmin))
+
+
+asanyarray = asarray
+
+
+def ascontiguousarray(a, dtype=None):
+    return _wrap(numpy.ascontiguousarray(_strict(a, "ascontiguousarray"), dtype=dtype))
+
+
+def asnumpy(a, stream=None, order="C", out=None):
+    """A NumPy copy of ``a`` (host arrays are returned as they are, as CuPy does)."""
+    return a.get(order=order, out=out) if type(a) is ndarray else numpy.asarray(a, order=order)
+
+
+def get_array_module(*args):
+    """This module when any argument is a stand-in array, else NumPy."""
+    return sys.modules[__name__] if any(type(a) is ndarray for a in args) else numpy
+
+
+def fuse(*args, **kwargs):
+    """CuPy's kernel fusion; on the stand-in the function runs as it is."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return args[0]
+    return lambda function: function
+
+
+class _NoKernel:
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"the {_NAME} cannot compile or run CUDA kernels; use backend.has_kernels()")
+
+
+ElementwiseKernel = ReductionKernel = RawKernel = RawModule = _NoKernel
+
+
+class _Namespace:
+    """A NumPy namespace or object whose functions refuse NumPy arrays and return stand-in arrays."""
+
+    def __init__(self, target, where):
+        self._target, self._where = target, where
+
+    def __getattr__(self, name):
+        return _treat(getattr(self._target, name), f"{self._where}.{name}")
+
+
+def _treat(value, where):
+    if isinstance(value, type) or isinstance(value, (numpy.dtype, int, float, str, tuple)) or value is None:
+        return value  # dtypes, classes (errstate, finfo), constants
+    if isinstance(value, numpy.ufunc):
+        return _Ufunc(value)
+    if isinstance(value, types.ModuleType):
+        return _Namespace(value, where)
+    if callable(value):
+        return _function(value, where)
+    return value
+
+
+def __getattr__(name):
+    try:
+        return _treat(getattr(numpy, name), name)
+    except AttributeError:
+        raise AttributeError(f"the {_NAME} has no {name!r} (NumPy has none either)") from None
+
+
+random = _Namespace(numpy.random, "random")
+linalg = _Namespace(numpy.linalg, "linalg")
+fft = _Namespace(numpy.fft, "fft")
+lib = types.SimpleNamespace(stride_tricks=_Namespace(numpy.lib.stride_tricks, "lib.stride_tricks"))
+__version__ = f"stand-in (numpy {numpy.__version__})"
+
+
+# --- cuda: what dlscratch and the lessons call, doing nothing or timing on the host ---------------------------
+
+
+class _Stream:
+    def __init__(self, null=False, non_blocking=False, ptr=0):
+        self.null = null
+
+    def synchronize(self):
+        pass
+
+    def record(self, event=None):
+        event = event or _Event()
+        event.record(self)
+        return event
+
+    def use(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Event:
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.time = None
+
+    def record(self, stream=None):
+        self.time = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+
+class _Device:
+    def __init__(self, device=0):
+        self.id = int(device)
+
+    def synchronize(self):
+        pass
+
+    def use(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _MemoryPool:
+    def used_bytes(self):
+        return 0
+
+    def total_bytes(self):
+        return 0
+
+    def free_all_blocks(self, stream=None):
+        pass
+
+    def set_limit(self, size=None, fraction=None):
+        pass
+
+
+_runtime = types.SimpleNamespace(
+    getDeviceCount=lambda: 1,
+    getDeviceProperties=lambda device: {"name": _NAME.encode(), "totalGlobalMem": 0, "multiProcessorCount": 0},
+    runtimeGetVersion=lambda: 0,
+    deviceSynchronize=lambda: None,
+)
+_null_stream = _Stream(null=True)
+_memory_pool = _MemoryPool()
+cuda = types.SimpleNamespace(
+    runtime=_runtime,
+    Stream=_Stream,
+    Event=_Event,
+    Device=_Device,
+    get_current_stream=lambda device=None: _null_stream,
+    get_elapsed_time=lambda start, end: (end.time - start.time) * 1000.0,
+    is_available=lambda: True,
+    MemoryPool=_MemoryPool,
+)
+get_default_memory_pool = get_default_pinned_memory_pool = lambda: _memory_pool
+
+
+def _scatter_add(a, slices, value):
+    """cupyx.scatter_add: ``a[slices] += value`` where repeated indices all add up."""
+    if type(a) is not ndarray:
+        _refuse(a, "cupyx.scatter_add")
+    numpy.add.at(a._a, _lenient(slices), _strict(value, "cupyx.scatter_add"))
+
+
+cupyx = types.SimpleNamespace(scatter_add=_scatter_add, __name__="cupyx (strict stand-in)")
