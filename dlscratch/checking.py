@@ -1,0 +1,72 @@
+"""What the lessons' check cells use to make sure an answer is the learner's own work.
+
+An exercise that asks for softmax can be "solved" by calling dlscratch's softmax; the check compares with
+the library, so it would pass. ``own_work`` watches the calls made inside its block and fails the check
+when the answer reached into dlscratch instead of computing the thing itself:
+
+    with own_work("Exercise 02.3"):
+        mine = my_sum_to(g, shape)            # calling dlscratch's sum_to in there fails the check
+
+The array-module shim (``backend``, and the strict CuPy stand-in) is always allowed: an answer needs its
+``get_array_module``. ``allowed`` names library functions an exercise hands to the learner (col2im, say);
+what they call in turn is not counted. It watches the calling thread (``sys.setprofile``), which is where
+an answer starts any call into the library.
+"""
+
+import inspect
+import os
+import sys
+from contextlib import contextmanager
+
+PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+ALWAYS_ALLOWED = {PACKAGE + "backend.py", PACKAGE + "strict_cupy.py", PACKAGE + "checking.py"}
+
+
+class LibraryCalled(AssertionError):
+    """An answer called the library function the exercise asks the learner to write."""
+
+
+def _called_code(frame):
+    """The code a frame runs; for the switch's dispatching wrapper (paths.py), the function it dispatches."""
+    code = frame.f_code
+    if code.co_name == "call" and code.co_filename == PACKAGE + "paths.py":
+        return getattr(frame.f_locals.get("reference_function"), "__code__", code)
+    return code
+
+
+def _code_of(function):
+    function = inspect.unwrap(function)
+    return getattr(function, "__code__", None) or getattr(getattr(function, "__func__", None), "__code__", None)
+
+
+@contextmanager
+def own_work(exercise, allowed=()):
+    """Fail with ``LibraryCalled`` if code run in the block calls into dlscratch (but the backend, ``allowed``)."""
+    allowed_codes = {_code_of(f) for f in allowed} - {None}
+    called, depth = [], [0]  # depth > 0: inside a call that is allowed or already reported
+
+    def watch(frame, event, arg):
+        if event not in ("call", "return"):
+            return
+        if not frame.f_code.co_filename.startswith(PACKAGE) or frame.f_code.co_filename in ALWAYS_ALLOWED:
+            return
+        code = _called_code(frame)
+        entering = event == "call"
+        if depth[0] == 0 and entering and code not in allowed_codes:
+            where = os.path.relpath(code.co_filename, os.path.dirname(PACKAGE.rstrip(os.sep)))
+            called.append(f"{code.co_name} ({where})")
+        if depth[0] > 0 or entering:
+            depth[0] += 1 if entering else -1
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+    if called:
+        names = ", ".join(dict.fromkeys(called))
+        raise LibraryCalled(
+            f"{exercise}: your answer called dlscratch's {names}; the exercise asks you to compute it "
+            "yourself (array operations are fine, and the check compares your result with the library's)"
+        )

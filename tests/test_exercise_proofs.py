@@ -1,0 +1,48 @@
+"""Every exercise's check is proven (tools/prove_exercises.py): the solution passes, the stub and every known-wrong
+answer (tools/wrong_answers.py) fail; on NumPy, and on the strict CuPy stand-in, where the mistakes that only a
+GPU exposes must fail too. Slow: each lesson runs once in a kernel of its own (marked ``exercises``)."""
+
+import pytest
+from repo_tools import load_tool
+
+prove = load_tool("prove_exercises")
+wrong = load_tool("wrong_answers")
+LESSONS = sorted(prove.LESSONS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_every_exercise_has_known_wrong_answers_that_fit_its_solution_cell():
+    solutions = {}
+    for lesson in LESSONS:
+        cells = prove.nbformat.read(lesson, as_version=4).cells
+        for index, (role, exercise) in prove.exercise_roles(cells).items():
+            if role == "solution":
+                solutions[exercise] = cells[index].source
+    assert set(wrong.WRONG) == set(solutions), "every exercise needs known-wrong answers, and only exercises"
+    for exercise, answers in wrong.WRONG.items():
+        assert len(answers) >= 2, f"exercise {exercise}: at least two known-wrong answers"
+        for mistake, bodies in answers:
+            source = prove.with_bodies(solutions[exercise], bodies)
+            assert source != solutions[exercise], f"{exercise} '{mistake}' changes nothing"
+            compile(source, f"{exercise}: {mistake}", "exec")
+    assert {mistake for _, mistake in wrong.GPU_ONLY} <= {m for answers in wrong.WRONG.values() for m, _ in answers}
+
+
+def test_bodies_replace_regions_at_their_indentation():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\n\ndef g():\n" \
+             "    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n"
+    kept = "def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\n\n"
+    expected = kept + "def g():\n    a = 2\n    return a\n"
+    assert prove.with_bodies(source, [None, "a = 2\nreturn a"]) == expected
+    with pytest.raises(ValueError, match="1 bodies for 2 solution regions"):
+        prove.with_bodies(source, "return 0")
+
+
+@pytest.mark.exercises
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_checks_pass_the_solution_and_fail_the_stub_and_the_wrong_answers(lesson, monkeypatch):
+    monkeypatch.delenv("DLSCRATCH_STRICT_GPU", raising=False)
+    monkeypatch.setenv("DLSCRATCH_DEVICE", "cpu")
+    rows, broken = prove.prove(lesson)
+    surprises = [row for row in rows if row[-1]]
+    assert not surprises and not broken, f"surprises: {surprises}; cells that failed: {broken}"
+    assert [row[1] for row in rows].count("solution") == len({row[0] for row in rows})
