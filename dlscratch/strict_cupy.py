@@ -352,6 +352,9 @@ class _Stream:
         event.record(self)
         return event
 
+    def wait_event(self, event):
+        pass
+
     def use(self):
         return self
 
