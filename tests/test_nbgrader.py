@@ -50,6 +50,22 @@ def test_every_solution_is_followed_by_its_check(path):
                 f"{path.name}, cell {index}: Exercise {exercise}'s solution must be followed by its check cell")
 
 
+def test_hidden_tests_sit_in_checks_that_keep_a_visible_part():
+    hidden = []
+    for path in LESSONS:
+        for index, (role, exercise) in exercise_roles(_cells(path)).items():
+            source = "".join(_cells(path)[index]["source"])
+            if "### BEGIN HIDDEN TESTS" not in source:
+                continue
+            assert role == "check", f"{path.name}, cell {index}: hidden tests belong in a check cell"
+            before, _, rest = source.partition("### BEGIN HIDDEN TESTS\n")
+            assert "### END HIDDEN TESTS\n" in rest, f"{path.name}, cell {index}: hidden tests without their end"
+            assert "assert " in before, f"Exercise {exercise}: the learner must still see a check before the hidden one"
+            hidden.append(exercise)
+    # the checks whose expected value is a formula would give the answer away: their formula is hidden
+    assert {"00-2", "07-4"} <= set(hidden), hidden
+
+
 def test_grade_ids_are_unique_across_the_course():
     ids = [cell["metadata"]["nbgrader"]["grade_id"] for path in LESSONS for cell in _cells(path)
            if "nbgrader" in cell["metadata"]]
