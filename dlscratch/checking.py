@@ -11,8 +11,12 @@ The array-module shim (``backend``, and the strict CuPy stand-in) is always allo
 ``get_array_module``. ``allowed`` names library functions an exercise hands to the learner (col2im, say);
 what they call in turn is not counted. It watches the calling thread (``sys.setprofile``), which is where
 an answer starts any call into the library.
+
+``load_mine("engine", "ops")`` imports the learner's own framework, ``myframework/`` (written by the exercise cells
+of lessons 02-07 with ``%%writefile``), afresh for a check.
 """
 
+import importlib
 import inspect
 import os
 import sys
@@ -70,3 +74,29 @@ def own_work(exercise, allowed=()):
             f"{exercise}: your answer called dlscratch's {names}; the exercise asks you to compute it "
             "yourself (array operations are fine, and the check compares your result with the library's)"
         )
+
+
+FRAMEWORK = "myframework"  # the learner's own package, written piece by piece by the exercises' %%writefile cells
+WRITTEN_BY = {"engine": "02.4", "ops": "02.5", "gradcheck": "02.6", "losses": "03.4", "nn": "03.5", "optim": "03.6",
+              "conv": "04.5", "pool": "05.4", "lstm": "07.5"}
+
+
+def load_mine(*pieces):
+    """The learner's modules ``myframework.<piece>``, imported afresh (the whole package, once for all of
+    ``pieces``) from the files the exercise cells wrote in the current directory, so that a re-run cell's
+    new code is what is checked. One piece gives its module, several a tuple of them."""
+    for piece in pieces:
+        if not os.path.isfile(os.path.join(FRAMEWORK, f"{piece}.py")):
+            exercise = WRITTEN_BY.get(piece, "?")
+            raise FileNotFoundError(
+                f"{FRAMEWORK}/{piece}.py is missing here ({os.getcwd()}): Exercise {exercise} of lesson "
+                f"{exercise.split('.')[0]} writes it. Run that exercise's cell in this runtime, or upload your "
+                f"{FRAMEWORK}/ folder (on Colab every notebook has a machine of its own: keep the folder on Drive)"
+            )
+    for name in [name for name in sys.modules if name == FRAMEWORK or name.startswith(FRAMEWORK + ".")]:
+        del sys.modules[name]  # every piece anew, so that they all share one engine and one Module class
+    importlib.invalidate_caches()
+    if os.getcwd() not in [os.path.abspath(p) for p in sys.path]:
+        sys.path.insert(0, os.getcwd())
+    modules = tuple(importlib.import_module(f"{FRAMEWORK}.{piece}") for piece in pieces)
+    return modules[0] if len(modules) == 1 else modules

@@ -28,7 +28,8 @@ def test_every_exercise_has_known_wrong_answers_that_fit_its_solution_cell():
         for mistake, bodies in answers:
             source = prove.with_bodies(solutions[exercise], bodies)
             assert source != solutions[exercise], f"{exercise} '{mistake}' changes nothing"
-            compile(source, f"{exercise}: {mistake}", "exec")
+            module = prove.FRAMEWORK_CELL.sub("", source)  # a %%writefile cell: its file is Python
+            compile(module, f"{exercise}: {mistake}", "exec")
     assert {mistake for _, mistake in wrong.GPU_ONLY} <= {m for answers in wrong.WRONG.values() for m, _ in answers}
 
 

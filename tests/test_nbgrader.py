@@ -18,6 +18,7 @@ from repo_tools import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 nbgrader_tool = load_tool("add_nbgrader_metadata")
+prove_tool = load_tool("prove_exercises")
 exercise_roles, nbgrader_metadata = nbgrader_tool.exercise_roles, nbgrader_tool.nbgrader_metadata
 
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -99,6 +100,8 @@ def test_nbgrader_grades_solutions_full_and_stubs_zero(path, tmp_path):
         folder = tmp_path / "submitted" / student / assignment
         folder.mkdir(parents=True)
         shutil.copy(notebook, folder / path.name)
+        if student == "solution":  # a learner hands in a lesson with the myframework/ of the lessons before it
+            prove_tool.write_framework(folder)
     _nbgrader(tmp_path, "autograde", assignment, "--create")
 
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:

@@ -26,6 +26,7 @@ from add_nbgrader_metadata import exercise_roles  # noqa: E402
 from make_student_edition import LESSONS, stub_solutions  # noqa: E402
 from wrong_answers import GPU_ONLY, WRONG  # noqa: E402
 
+FRAMEWORK_CELL = re.compile(r"\A%%writefile (myframework/\w+\.py)\n")
 REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[ \t]*\n.*?^[ \t]*### END SOLUTION[ \t]*$", re.M | re.S)
 
 
@@ -40,6 +41,18 @@ def with_bodies(source, bodies):
             indented = textwrap.indent(textwrap.dedent(body), match.group(1), lambda line: True)
             source = source[: match.start()] + indented.rstrip("\n") + source[match.end():]
     return source
+
+
+def write_framework(folder):
+    """Write the learner's framework (``myframework/``) as the lessons' solutions write it, into ``folder``:
+    a lesson that uses pieces of earlier lessons can then be proven (or graded) on its own."""
+    for lesson in sorted(LESSONS.glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(lesson, as_version=4).cells:
+            match = FRAMEWORK_CELL.match(cell.source) if cell.cell_type == "code" else None
+            if match:
+                target = Path(folder) / match.group(1)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(cell.source[match.end():].rstrip("\n") + "\n", encoding="utf-8")
 
 
 def on_a_gpu():
@@ -69,6 +82,7 @@ def prove(lesson):
     roles = exercise_roles(notebook.cells)
     checks = {exercise: notebook.cells[i].source for i, (role, exercise) in roles.items() if role == "check"}
     rows, broken = [], []
+    write_framework(lesson.parent)  # the earlier lessons' pieces, whatever order the lessons are proven in
     client = NotebookClient(notebook, timeout=1200, kernel_name="python3",
                             resources={"metadata": {"path": str(lesson.parent)}})
     with client.setup_kernel():

@@ -58,6 +58,98 @@ WRONG = {
         ("only the leading axes summed", "lead = g.ndim - len(shape)\nreturn g.sum(axis=tuple(range(lead))) if lead "
          "else g"),
     ],
+    "02-4": [
+        ("gradients overwritten, not added", ["order, seen, stack = [], {id(self)}, [(self, False)]\n"
+         "while stack:\n    t, done = stack.pop()\n    if done:\n        order.append(t)\n        continue\n"
+         "    stack.append((t, True))\n    for x in t.creator.inputs if t.creator else ():\n"
+         "        if id(x) not in seen:\n            seen.add(id(x))\n            stack.append((x, False))\n"
+         "self.grad = backend.xp.ones_like(self.data)\nfor t in reversed(order):\n    if t.creator is None:\n"
+         "        continue\n    for x, g in zip(t.creator.inputs, t.creator.backward(t.grad)):\n        x.grad = g",
+         None]),
+        ("no topological order: each function as soon as it is reached", [
+         "self.grad = backend.xp.ones_like(self.data)\nqueue = [self]\nwhile queue:\n    t = queue.pop(0)\n"
+         "    if t.creator is None:\n        continue\n"
+         "    for x, g in zip(t.creator.inputs, t.creator.backward(t.grad)):\n"
+         "        x.grad = g if x.grad is None else x.grad + g\n        queue.append(x)", None]),
+        ("recursion: fails on a deep graph", ["order, seen = [], set()\n\n\ndef visit(t):\n"
+         "    if id(t) in seen:\n        return\n    seen.add(id(t))\n"
+         "    for x in t.creator.inputs if t.creator else ():\n        visit(x)\n    order.append(t)\n\n\n"
+         "visit(self)\nself.grad = backend.xp.ones_like(self.data)\nfor t in reversed(order):\n"
+         "    if t.creator is not None:\n"
+         "        for x, g in zip(t.creator.inputs, t.creator.backward(t.grad)):\n"
+         "            x.grad = g if x.grad is None else x.grad + g", None]),
+    ],
+    "02-5": [
+        ("sum_to sums only the leading axes", ["return g.sum(axis=tuple(range(g.ndim - len(shape)))) "
+         "if g.ndim > len(shape) else g", None, None, None, None, None]),
+        ("MatMul's gradients without transposes", [None, None, "a, b = self.inputs\nreturn gy @ b.data, a.data @ gy",
+         None, None, None]),
+        ("ReLU passes every gradient", [None, None, None, "return (gy,)", None, None]),
+        ("Columns' gradient not put in its place", [None, None, None, None, None, "return (gy,)"]),
+    ],
+    "03-4": [
+        ("no maximum subtracted: exp overflows", ["xp = backend.get_array_module(logits)\n"
+         "self.log_p = logits - xp.log(xp.exp(logits).sum(axis=1, keepdims=True))\n"
+         "return -self.log_p[xp.arange(logits.shape[0]), self.labels].mean()", None]),
+        ("the gradient not divided by N", [None, "xp = backend.get_array_module(gy)\n"
+         "g = xp.exp(self.log_p)\ng[xp.arange(g.shape[0]), self.labels] -= 1\nreturn (g * gy,)"]),
+        ("calls the library", ["import dlscratch\nimport dlscratch.functional as F\n\n"
+         "xp = backend.get_array_module(logits)\nshifted = logits - logits.max(axis=1, keepdims=True)\n"
+         "self.log_p = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))\n"
+         "return F.cross_entropy(dlscratch.tensor(logits), dlscratch.tensor(self.labels)).data", None]),
+    ],
+    "03-5": [
+        ("the submodules' parameters missed", [None, "return [v for v in self.__dict__.get('_registered', {}).values() "
+         "if isinstance(v, Parameter)]", None, None, None]),
+        ("a shared parameter listed twice", [None, "found = []\n"
+         "for value in self.__dict__.get('_registered', {}).values():\n"
+         "    found += value.parameters() if isinstance(value, Module) else [value]\nreturn found",
+         None, None, None]),
+        ("missing names accepted", [None, None, None, "mine = self.state_dict()\nfor name, array in state.items():\n"
+         "    mine[name][...] = array", None]),
+        ("He's normal std used as the uniform bound", [None, None, None, None, "bound = math.sqrt(2.0 / fan_in)\n"
+         "return backend.xp.asarray(rng.uniform(-bound, bound, size=shape).astype('float32'))"]),
+        ("float64 weights", [None, None, None, None, "bound = math.sqrt(6.0 / fan_in)\n"
+         "return backend.xp.asarray(rng.uniform(-bound, bound, size=shape))"]),
+    ],
+    "03-6": [
+        ("the parameter's array replaced, not updated in place", [
+         "for i, p in enumerate(self.params):\n    b = self.velocities[i]\n"
+         "    b = p.grad.copy() if b is None else self.momentum * b + p.grad\n    self.velocities[i] = b\n"
+         "    p.data = p.data - self.lr * b", None]),
+        ("Adam without bias correction", [None, "xp = backend.xp\nbeta1, beta2 = self.betas\nself.t += 1\n"
+         "for i, p in enumerate(self.params):\n    g = p.grad\n    if self.m[i] is None:\n"
+         "        self.m[i], self.v[i] = xp.zeros_like(g), xp.zeros_like(g)\n"
+         "    self.m[i] = beta1 * self.m[i] + (1 - beta1) * g\n"
+         "    self.v[i] = beta2 * self.v[i] + (1 - beta2) * g * g\n"
+         "    p.data -= self.lr * self.m[i] / (xp.sqrt(self.v[i]) + self.eps)"]),
+        ("Adam's eps inside the square root", [None, "xp = backend.xp\nbeta1, beta2 = self.betas\nself.t += 1\n"
+         "for i, p in enumerate(self.params):\n    g = p.grad\n    if self.m[i] is None:\n"
+         "        self.m[i], self.v[i] = xp.zeros_like(g), xp.zeros_like(g)\n"
+         "    self.m[i] = beta1 * self.m[i] + (1 - beta1) * g\n"
+         "    self.v[i] = beta2 * self.v[i] + (1 - beta2) * g * g\n"
+         "    m_hat, v_hat = self.m[i] / (1 - beta1 ** self.t), self.v[i] / (1 - beta2 ** self.t)\n"
+         "    p.data -= self.lr * m_hat / xp.sqrt(v_hat + self.eps)"]),
+    ],
+    "02-6": [
+        ("the difference not divided by eps", ["grads = []\nfor array in arrays:\n"
+         "    grad, flat = backend.xp.zeros_like(array), array.reshape(-1)\n    for i in range(flat.size):\n"
+         "        saved = flat[i].copy()\n        flat[i] = saved + eps\n"
+         "        plus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved - eps\n"
+         "        minus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved\n"
+         "        grad.reshape(-1)[i] = (plus - minus) / 2\n    grads.append(grad)\nreturn grads", None]),
+        ("each input left nudged", ["grads = []\nfor array in arrays:\n"
+         "    grad, flat = backend.xp.zeros_like(array), array.reshape(-1)\n    for i in range(flat.size):\n"
+         "        saved = flat[i].copy()\n        flat[i] = saved + eps\n"
+         "        plus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved - eps\n"
+         "        minus = (make_function().forward(*arrays) * gy).sum()\n"
+         "        grad.reshape(-1)[i] = (plus - minus) / (2 * eps)\n    grads.append(grad)\nreturn grads", None]),
+        ("float32 kept: the differences drown in rounding", [None, "arrays = [a.copy() for a in arrays]\n"
+         "function = make_function()\nout = function(*(Tensor(a) for a in arrays))\n"
+         "gy = backend.xp.asarray(rng.standard_normal(out.shape).astype('float32'))\n"
+         "analytic = function.backward(gy)\nnumeric = numerical_gradients(make_function, arrays, gy)\n"
+         "return all(bool(backend.xp.allclose(a, n, rtol=rtol, atol=atol)) for a, n in zip(analytic, numeric))"]),
+    ],
     "03-1": [
         ("calls the library", "from dlscratch.training.fit import correct_count\n\n"
          "return float(correct_count(logits, labels)) / len(labels)"),
@@ -133,6 +225,38 @@ WRONG = {
         ("sent to one corner", "dx = gy.repeat(2, axis=2).repeat(2, axis=3) * 0\ndx[:, :, 0::2, 0::2] = gy\n"
          "return dx"),
     ],
+    "04-5": [
+        ("gy laid out without its transpose", [None, "x, w, _ = (t.data for t in self.inputs)\n"
+         "O, _, kh, kw = w.shape\ngy_cols = gy.reshape(O, -1)\ngw = (gy_cols @ self.cols.T).reshape(w.shape)\n"
+         "gx = col2im_array(w.reshape(O, -1).T @ gy_cols, x.shape, (kh, kw))\n"
+         "return gx, gw, gy_cols.sum(axis=1)"]),
+        ("the bias gradient averaged", [None, "x, w, _ = (t.data for t in self.inputs)\nO, _, kh, kw = w.shape\n"
+         "gy_cols = gy.transpose(1, 2, 3, 0).reshape(O, -1)\ngw = (gy_cols @ self.cols.T).reshape(w.shape)\n"
+         "gx = col2im_array(w.reshape(O, -1).T @ gy_cols, x.shape, (kh, kw))\n"
+         "return gx, gw, gy_cols.mean(axis=1)"]),
+        ("calls the library", ["import dlscratch\nimport dlscratch.functional as F\n\n"
+         "self.cols = im2col_array(x, w.shape[2:])\n"
+         "return F.conv2d(dlscratch.tensor(x), dlscratch.tensor(w), dlscratch.tensor(b)).data", None]),
+    ],
+    "05-4": [
+        ("every tied maximum gets the gradient", ["N, C, H, W = x.shape\n"
+         "windows = x.reshape(N, C, H // 2, 2, W // 2, 2).transpose(0, 1, 2, 4, 5, 3)\n"
+         "windows = windows.reshape(N, C, H // 2, W // 2, 4)\ny = windows.max(axis=4)\n"
+         "self.argmax = windows == y[..., None]\nreturn y", "N, C, H2, W2 = gy.shape\n"
+         "gx = (self.argmax * gy[..., None]).reshape(N, C, H2, W2, 2, 2).transpose(0, 1, 2, 5, 3, 4)\n"
+         "return (gx.reshape(N, C, 2 * H2, 2 * W2),)"]),
+        ("windows taken across the image", ["N, C, H, W = x.shape\n"
+         "windows = x.reshape(N, C, 2, H // 2, 2, W // 2).transpose(0, 1, 3, 5, 4, 2)\n"
+         "windows = windows.reshape(N, C, H // 2, W // 2, 4)\nself.argmax = windows.argmax(axis=4)\n"
+         "return windows.max(axis=4)", None]),
+        ("ties decided row by row", ["N, C, H, W = x.shape\n"
+         "windows = x.reshape(N, C, H // 2, 2, W // 2, 2).transpose(0, 1, 2, 4, 3, 5)\n"
+         "windows = windows.reshape(N, C, H // 2, W // 2, 4)\nself.argmax = windows.argmax(axis=4)\n"
+         "return windows.max(axis=4)", "N, C, H2, W2 = gy.shape\n"
+         "one_hot = backend.xp.arange(4) == self.argmax[..., None]\n"
+         "gx = (one_hot * gy[..., None]).reshape(N, C, H2, W2, 2, 2).transpose(0, 1, 2, 4, 3, 5)\n"
+         "return (gx.reshape(N, C, 2 * H2, 2 * W2),)"]),
+    ],
     "06-1": [
         ("a convolution's bias forgotten", ["return out_channels * in_channels * kernel_size * kernel_size", None]),
         ("a linear layer's bias forgotten", [None, "return in_features * out_features"]),
@@ -188,6 +312,23 @@ WRONG = {
         ("one FLOP per multiply-add", "return N * 4 * H * (I + H)"),
         ("one gate only", "return 2 * N * H * (I + H)"),
     ],
+    "07-5": [
+        ("gates in the order i, f, o, g", ["xp = backend.xp\nH = c_prev.shape[1]\n"
+         "self.i, self.f, self.o = (sigmoid(z[:, k * H:(k + 1) * H]) for k in (0, 1, 2))\n"
+         "self.g = xp.tanh(z[:, 3 * H:4 * H])\nself.c = self.f * c_prev + self.i * self.g\n"
+         "self.tanh_c = xp.tanh(self.c)\nreturn xp.concatenate([self.o * self.tanh_c, self.c], axis=1)", None]),
+        ("h's path into the cell forgotten", [None, "xp = backend.xp\nH = self.c.shape[1]\n"
+         "gh, gc = g_hc[:, :H], g_hc[:, H:]\nc_prev = self.inputs[1].data\n"
+         "gz = xp.concatenate([gc * self.g * self.i * (1 - self.i), gc * c_prev * self.f * (1 - self.f),\n"
+         "                     gc * self.i * (1 - self.g ** 2), gh * self.tanh_c * self.o * (1 - self.o)], axis=1)\n"
+         "return gz, gc * self.f"]),
+        ("c_prev's gradient without the forget gate", [None, "xp = backend.xp\nH = self.c.shape[1]\n"
+         "gh, gc = g_hc[:, :H], g_hc[:, H:]\nc_prev = self.inputs[1].data\n"
+         "gc = gc + gh * self.o * (1 - self.tanh_c ** 2)\n"
+         "gz = xp.concatenate([gc * self.g * self.i * (1 - self.i), gc * c_prev * self.f * (1 - self.f),\n"
+         "                     gc * self.i * (1 - self.g ** 2), gh * self.tanh_c * self.o * (1 - self.o)], axis=1)\n"
+         "return gz, gc"]),
+    ],
     "08-1": [
         ("paired with the next step's h", "T, N, G = dz_all.shape\n"
          "return dz_all.reshape(T * N, G).T @ h_all[1:].reshape(T * N, -1)"),
@@ -216,10 +357,69 @@ WRONG = {
          "mask = dlscratch.tensor(mask.astype(np.float32))\n"
          "return ((predictions - targets) ** 2 * mask).sum() / float(sum(lengths))"),
     ],
+    "10-1": [
+        ("no ReLU after fc1", [None, "x = pool_mine.MaxPool2x2()(ops.ReLU()(self.conv1(x)))\n"
+         "x = pool_mine.MaxPool2x2()(ops.ReLU()(self.conv2(x)))\n"
+         "return self.fc2(self.fc1(ops.Reshape((x.shape[0], -1))(x)))"]),
+        ("conv2 without its ReLU", [None, "x = pool_mine.MaxPool2x2()(ops.ReLU()(self.conv1(x)))\n"
+         "x = pool_mine.MaxPool2x2()(self.conv2(x))\nx = ops.ReLU()(self.fc1(ops.Reshape((x.shape[0], -1))(x)))\n"
+         "return self.fc2(x)"]),
+    ],
+    "10-2": [
+        ("gradients never cleared", "order = xp.asarray(rng.permutation(len(images)))\nstep_losses = []\n"
+         "for start in range(0, len(images), batch_size):\n    batch = order[start:start + batch_size]\n"
+         "    loss = losses.SoftmaxCrossEntropy(labels[batch])(model(engine.Tensor(images[batch])))\n"
+         "    loss.backward()\n    optimizer.step()\n    step_losses.append(float(loss.data))\nreturn step_losses"),
+        ("not shuffled", "step_losses = []\nfor start in range(0, len(images), batch_size):\n"
+         "    batch = slice(start, start + batch_size)\n"
+         "    loss = losses.SoftmaxCrossEntropy(labels[batch])(model(engine.Tensor(images[batch])))\n"
+         "    model.zero_grad()\n    loss.backward()\n    optimizer.step()\n    step_losses.append(float(loss.data))\n"
+         "return step_losses"),
+        ("the losses kept as arrays", "order = xp.asarray(rng.permutation(len(images)))\nstep_losses = []\n"
+         "for start in range(0, len(images), batch_size):\n    batch = order[start:start + batch_size]\n"
+         "    loss = losses.SoftmaxCrossEntropy(labels[batch])(model(engine.Tensor(images[batch])))\n"
+         "    model.zero_grad()\n    loss.backward()\n    optimizer.step()\n    step_losses.append(loss.data)\n"
+         "return step_losses"),
+    ],
+    "10-3": [
+        ("the mean of the batches' accuracies", "scores = []\nfor start in range(0, len(images), batch_size):\n"
+         "    logits = model(engine.Tensor(images[start:start + batch_size])).data\n"
+         "    scores.append(float((logits.argmax(axis=1) == labels[start:start + batch_size]).mean()))\n"
+         "return sum(scores) / len(scores)"),
+        ("the last, shorter batch dropped", "correct = 0\n"
+         "for start in range(0, len(images) - batch_size + 1, batch_size):\n"
+         "    logits = model(engine.Tensor(images[start:start + batch_size])).data\n"
+         "    correct += int((logits.argmax(axis=1) == labels[start:start + batch_size]).sum())\n"
+         "return correct / len(images)"),
+    ],
+    "10-6": [
+        ("the state reset at every step", [None, "rows, N = images.data.reshape(-1, 28, 28), images.shape[0]\n"
+         "zeros = engine.Tensor(xp.zeros((N, self.hidden_size), dtype=np.float32))\n"
+         "for t in range(28):\n    h, c = self.cell(engine.Tensor(rows[:, t]), (zeros, zeros))\nreturn self.head(h)"]),
+        ("columns read instead of rows", [None, "cols, N = images.data.reshape(-1, 28, 28), images.shape[0]\n"
+         "h = c = engine.Tensor(xp.zeros((N, self.hidden_size), dtype=np.float32))\n"
+         "for t in range(28):\n    h, c = self.cell(engine.Tensor(cols[:, :, t]), (h, c))\nreturn self.head(h)"]),
+    ],
+    "10-4": [
+        ("arrays saved on the device", ["np.savez(path, **model.state_dict())", None]),
+        ("the arrays replaced, not loaded through load_state_dict", [None, "with np.load(path) as stored:\n"
+         "    for p, name in zip(model.parameters(), stored.files):\n        p.data = xp.asarray(stored[name])"]),
+    ],
+    "10-5": [
+        ("rows and columns swapped", "counts = np.zeros((10, 10), dtype=np.int64)\n"
+         "for start in range(0, len(images), batch_size):\n"
+         "    predicted = backend.to_cpu(model(engine.Tensor(images[start:start + batch_size])).data.argmax(axis=1))\n"
+         "    np.add.at(counts, (predicted, backend.to_cpu(labels[start:start + batch_size])), 1)\nreturn counts"),
+        ("repeated pairs counted once", "counts = np.zeros((10, 10), dtype=np.int64)\n"
+         "for start in range(0, len(images), batch_size):\n"
+         "    predicted = backend.to_cpu(model(engine.Tensor(images[start:start + batch_size])).data.argmax(axis=1))\n"
+         "    counts[backend.to_cpu(labels[start:start + batch_size]), predicted] += 1\nreturn counts"),
+    ],
 }
 
 GPU_ONLY = {
     ("03-1", "not a Python float"),  # NumPy's mean is a numpy.float64, a float; CuPy's is a 0-d array
     ("04-2", "the buffer made with np"),
     ("09-2", "the mask left on the CPU"),
+    ("10-4", "arrays saved on the device"),  # np.savez takes NumPy arrays as they are; CuPy's refuse conversion
 }
