@@ -87,6 +87,45 @@ WRONG = {
         ("ReLU passes every gradient", [None, None, None, "return (gy,)", None, None]),
         ("Columns' gradient not put in its place", [None, None, None, None, None, "return (gy,)"]),
     ],
+    "02-6": [
+        ("the difference not divided by eps", ["grads = []\nfor array in arrays:\n"
+         "    grad, flat = backend.xp.zeros_like(array), array.reshape(-1)\n    for i in range(flat.size):\n"
+         "        saved = flat[i].copy()\n        flat[i] = saved + eps\n"
+         "        plus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved - eps\n"
+         "        minus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved\n"
+         "        grad.reshape(-1)[i] = (plus - minus) / 2\n    grads.append(grad)\nreturn grads", None]),
+        ("each input left nudged", ["grads = []\nfor array in arrays:\n"
+         "    grad, flat = backend.xp.zeros_like(array), array.reshape(-1)\n    for i in range(flat.size):\n"
+         "        saved = flat[i].copy()\n        flat[i] = saved + eps\n"
+         "        plus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved - eps\n"
+         "        minus = (make_function().forward(*arrays) * gy).sum()\n"
+         "        grad.reshape(-1)[i] = (plus - minus) / (2 * eps)\n    grads.append(grad)\nreturn grads", None]),
+        ("float32 kept: the differences drown in rounding", [None, "arrays = [a.copy() for a in arrays]\n"
+         "function = make_function()\nout = function(*(Tensor(a) for a in arrays))\n"
+         "gy = backend.xp.asarray(rng.standard_normal(out.shape).astype('float32'))\n"
+         "analytic = function.backward(gy)\nnumeric = numerical_gradients(make_function, arrays, gy)\n"
+         "return all(bool(backend.xp.allclose(a, n, rtol=rtol, atol=atol)) for a, n in zip(analytic, numeric))"]),
+    ],
+    "03-1": [
+        ("calls the library", "from dlscratch.training.fit import correct_count\n\n"
+         "return float(correct_count(logits, labels)) / len(labels)"),
+        ("a count, not a fraction", "return float((logits.argmax(axis=1) == labels).sum())"),
+        ("not a Python float", "return (logits.argmax(axis=1) == labels).mean()"),
+    ],
+    "03-2": [
+        ("no momentum", "new = []\nfor p, b in zip(params, velocities):\n    p.data -= lr * p.grad.data\n"
+         "    new.append(p.grad.data.copy())\nreturn new"),
+        ("the parameter's array replaced, not updated in place",
+         "new = []\nfor p, b in zip(params, velocities):\n    g = p.grad.data\n"
+         "    b = g.copy() if b is None else momentum * b + g\n    p.data = p.data - lr * b\n    new.append(b)\n"
+         "return new"),
+    ],
+    "03-3": [
+        ("not shuffled", "order = np.arange(n)\nstop = n - n % batch_size if drop_last else n\n"
+         "return [order[i:i + batch_size] for i in range(0, stop, batch_size)]"),
+        ("drop_last ignored", "order = rng.permutation(n)\n"
+         "return [order[i:i + batch_size] for i in range(0, n, batch_size)]"),
+    ],
     "03-4": [
         ("no maximum subtracted: exp overflows", ["xp = backend.get_array_module(logits)\n"
          "self.log_p = logits - xp.log(xp.exp(logits).sum(axis=1, keepdims=True))\n"
@@ -131,45 +170,6 @@ WRONG = {
          "    m_hat, v_hat = self.m[i] / (1 - beta1 ** self.t), self.v[i] / (1 - beta2 ** self.t)\n"
          "    p.data -= self.lr * m_hat / xp.sqrt(v_hat + self.eps)"]),
     ],
-    "02-6": [
-        ("the difference not divided by eps", ["grads = []\nfor array in arrays:\n"
-         "    grad, flat = backend.xp.zeros_like(array), array.reshape(-1)\n    for i in range(flat.size):\n"
-         "        saved = flat[i].copy()\n        flat[i] = saved + eps\n"
-         "        plus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved - eps\n"
-         "        minus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved\n"
-         "        grad.reshape(-1)[i] = (plus - minus) / 2\n    grads.append(grad)\nreturn grads", None]),
-        ("each input left nudged", ["grads = []\nfor array in arrays:\n"
-         "    grad, flat = backend.xp.zeros_like(array), array.reshape(-1)\n    for i in range(flat.size):\n"
-         "        saved = flat[i].copy()\n        flat[i] = saved + eps\n"
-         "        plus = (make_function().forward(*arrays) * gy).sum()\n        flat[i] = saved - eps\n"
-         "        minus = (make_function().forward(*arrays) * gy).sum()\n"
-         "        grad.reshape(-1)[i] = (plus - minus) / (2 * eps)\n    grads.append(grad)\nreturn grads", None]),
-        ("float32 kept: the differences drown in rounding", [None, "arrays = [a.copy() for a in arrays]\n"
-         "function = make_function()\nout = function(*(Tensor(a) for a in arrays))\n"
-         "gy = backend.xp.asarray(rng.standard_normal(out.shape).astype('float32'))\n"
-         "analytic = function.backward(gy)\nnumeric = numerical_gradients(make_function, arrays, gy)\n"
-         "return all(bool(backend.xp.allclose(a, n, rtol=rtol, atol=atol)) for a, n in zip(analytic, numeric))"]),
-    ],
-    "03-1": [
-        ("calls the library", "from dlscratch.training.fit import correct_count\n\n"
-         "return float(correct_count(logits, labels)) / len(labels)"),
-        ("a count, not a fraction", "return float((logits.argmax(axis=1) == labels).sum())"),
-        ("not a Python float", "return (logits.argmax(axis=1) == labels).mean()"),
-    ],
-    "03-2": [
-        ("no momentum", "new = []\nfor p, b in zip(params, velocities):\n    p.data -= lr * p.grad.data\n"
-         "    new.append(p.grad.data.copy())\nreturn new"),
-        ("the parameter's array replaced, not updated in place",
-         "new = []\nfor p, b in zip(params, velocities):\n    g = p.grad.data\n"
-         "    b = g.copy() if b is None else momentum * b + g\n    p.data = p.data - lr * b\n    new.append(b)\n"
-         "return new"),
-    ],
-    "03-3": [
-        ("not shuffled", "order = np.arange(n)\nstop = n - n % batch_size if drop_last else n\n"
-         "return [order[i:i + batch_size] for i in range(0, stop, batch_size)]"),
-        ("drop_last ignored", "order = rng.permutation(n)\n"
-         "return [order[i:i + batch_size] for i in range(0, n, batch_size)]"),
-    ],
     "04-1": [
         ("padding forgotten", "return (size - kernel) // stride + 1"),
         ("stride forgotten", "return size + 2 * padding - kernel + 1"),
@@ -208,6 +208,19 @@ WRONG = {
          "db = gy_cols.sum(axis=0)\n"
          "dx = col2im_array(w.reshape(O, -1).T @ gy_cols, x_shape, (kh, kw), stride, padding)\nreturn dx, dw, db"),
     ],
+    "04-5": [
+        ("gy laid out without its transpose", [None, "x, w, _ = (t.data for t in self.inputs)\n"
+         "O, _, kh, kw = w.shape\ngy_cols = gy.reshape(O, -1)\ngw = (gy_cols @ self.cols.T).reshape(w.shape)\n"
+         "gx = col2im_array(w.reshape(O, -1).T @ gy_cols, x.shape, (kh, kw))\n"
+         "return gx, gw, gy_cols.sum(axis=1)"]),
+        ("the bias gradient averaged", [None, "x, w, _ = (t.data for t in self.inputs)\nO, _, kh, kw = w.shape\n"
+         "gy_cols = gy.transpose(1, 2, 3, 0).reshape(O, -1)\ngw = (gy_cols @ self.cols.T).reshape(w.shape)\n"
+         "gx = col2im_array(w.reshape(O, -1).T @ gy_cols, x.shape, (kh, kw))\n"
+         "return gx, gw, gy_cols.mean(axis=1)"]),
+        ("calls the library", ["import dlscratch\nimport dlscratch.functional as F\n\n"
+         "self.cols = im2col_array(x, w.shape[2:])\n"
+         "return F.conv2d(dlscratch.tensor(x), dlscratch.tensor(w), dlscratch.tensor(b)).data", None]),
+    ],
     "05-1": [
         ("calls the library", "return F.max_pool2d(dlscratch.tensor(x), 2).data"),
         ("average, not max", "return (x[:, :, 0::2, 0::2] + x[:, :, 0::2, 1::2] + x[:, :, 1::2, 0::2]"
@@ -224,19 +237,6 @@ WRONG = {
         ("not divided by the window's size", "return gy.repeat(2, axis=2).repeat(2, axis=3)"),
         ("sent to one corner", "dx = gy.repeat(2, axis=2).repeat(2, axis=3) * 0\ndx[:, :, 0::2, 0::2] = gy\n"
          "return dx"),
-    ],
-    "04-5": [
-        ("gy laid out without its transpose", [None, "x, w, _ = (t.data for t in self.inputs)\n"
-         "O, _, kh, kw = w.shape\ngy_cols = gy.reshape(O, -1)\ngw = (gy_cols @ self.cols.T).reshape(w.shape)\n"
-         "gx = col2im_array(w.reshape(O, -1).T @ gy_cols, x.shape, (kh, kw))\n"
-         "return gx, gw, gy_cols.sum(axis=1)"]),
-        ("the bias gradient averaged", [None, "x, w, _ = (t.data for t in self.inputs)\nO, _, kh, kw = w.shape\n"
-         "gy_cols = gy.transpose(1, 2, 3, 0).reshape(O, -1)\ngw = (gy_cols @ self.cols.T).reshape(w.shape)\n"
-         "gx = col2im_array(w.reshape(O, -1).T @ gy_cols, x.shape, (kh, kw))\n"
-         "return gx, gw, gy_cols.mean(axis=1)"]),
-        ("calls the library", ["import dlscratch\nimport dlscratch.functional as F\n\n"
-         "self.cols = im2col_array(x, w.shape[2:])\n"
-         "return F.conv2d(dlscratch.tensor(x), dlscratch.tensor(w), dlscratch.tensor(b)).data", None]),
     ],
     "05-4": [
         ("every tied maximum gets the gradient", ["N, C, H, W = x.shape\n"
@@ -392,14 +392,6 @@ WRONG = {
          "    correct += int((logits.argmax(axis=1) == labels[start:start + batch_size]).sum())\n"
          "return correct / len(images)"),
     ],
-    "10-6": [
-        ("the state reset at every step", [None, "rows, N = images.data.reshape(-1, 28, 28), images.shape[0]\n"
-         "zeros = engine.Tensor(xp.zeros((N, self.hidden_size), dtype=np.float32))\n"
-         "for t in range(28):\n    h, c = self.cell(engine.Tensor(rows[:, t]), (zeros, zeros))\nreturn self.head(h)"]),
-        ("columns read instead of rows", [None, "cols, N = images.data.reshape(-1, 28, 28), images.shape[0]\n"
-         "h = c = engine.Tensor(xp.zeros((N, self.hidden_size), dtype=np.float32))\n"
-         "for t in range(28):\n    h, c = self.cell(engine.Tensor(cols[:, :, t]), (h, c))\nreturn self.head(h)"]),
-    ],
     "10-4": [
         ("the names not saved", ["np.savez(path, *[backend.to_cpu(a) for a in model.state_dict().values()])", None]),
         ("the arrays replaced, not loaded through load_state_dict", [None, "with np.load(path) as stored:\n"
@@ -414,6 +406,14 @@ WRONG = {
          "for start in range(0, len(images), batch_size):\n"
          "    predicted = backend.to_cpu(model(engine.Tensor(images[start:start + batch_size])).data.argmax(axis=1))\n"
          "    counts[backend.to_cpu(labels[start:start + batch_size]), predicted] += 1\nreturn counts"),
+    ],
+    "10-6": [
+        ("the state reset at every step", [None, "rows, N = images.data.reshape(-1, 28, 28), images.shape[0]\n"
+         "zeros = engine.Tensor(xp.zeros((N, self.hidden_size), dtype=np.float32))\n"
+         "for t in range(28):\n    h, c = self.cell(engine.Tensor(rows[:, t]), (zeros, zeros))\nreturn self.head(h)"]),
+        ("columns read instead of rows", [None, "cols, N = images.data.reshape(-1, 28, 28), images.shape[0]\n"
+         "h = c = engine.Tensor(xp.zeros((N, self.hidden_size), dtype=np.float32))\n"
+         "for t in range(28):\n    h, c = self.cell(engine.Tensor(cols[:, :, t]), (h, c))\nreturn self.head(h)"]),
     ],
 }
 
