@@ -30,6 +30,8 @@ import weakref
 
 import numpy
 
+from . import strict_signatures as cupy_api
+
 _NAME = "strict CuPy stand-in (NumPy on the CPU)"
 _owners = weakref.WeakValueDictionary()  # id(NumPy array) -> the stand-in array wrapping it
 
@@ -59,15 +61,33 @@ def _wrap(a):
     return wrapped
 
 
-def _wrap_all(value):
-    """Wrap NumPy arrays and scalars in a result (also inside tuples and lists); leave the rest."""
+def _wrap_all(value, inputs=None):
+    """Wrap NumPy arrays and scalars in a result (also inside tuples and lists); leave the rest.
+
+    With ``inputs`` (the call's unwrapped arguments), a new array that is not C-contiguous is made so, as
+    CuPy makes every new array (``cupy_api.lays_out_as_numpy`` says when not); views of the inputs stay views.
+    """
+    if isinstance(value, numpy.ndarray) and inputs is not None and not value.flags.c_contiguous:
+        if not any(isinstance(a, numpy.ndarray) and numpy.may_share_memory(value, a) for a in _arrays_in(inputs)):
+            value = numpy.ascontiguousarray(value)
     if isinstance(value, (numpy.ndarray, numpy.generic)):
         return _wrap(value)
     if type(value) in (tuple, list):
-        return type(value)(_wrap_all(v) for v in value)
-    if isinstance(value, (numpy.random.Generator, numpy.random.RandomState)):
-        return _Namespace(value, "random generator")
+        return type(value)(_wrap_all(v, inputs) for v in value)
+    if isinstance(value, numpy.random.Generator):
+        return _Namespace(value, "cupy.random.Generator")
     return value
+
+
+def _arrays_in(values):
+    """The NumPy arrays among ``values``, also inside tuples, lists and dicts."""
+    for value in values:
+        if isinstance(value, numpy.ndarray):
+            yield value
+        elif type(value) in (tuple, list):
+            yield from _arrays_in(value)
+        elif type(value) is dict:
+            yield from _arrays_in(value.values())
 
 
 def _strict(value, where):
@@ -94,9 +114,16 @@ def _lenient(value):
     return value
 
 
-def _function(numpy_function, where):
+def _function(numpy_function, where, namespace, name, owner=None):
+    """``numpy_function`` called as CuPy's ``namespace.name`` would be: arguments checked against CuPy's signature,
+    NumPy arrays refused, results wrapped (and laid out as CuPy lays them out). ``owner``: the NumPy array
+    whose method it is (a view of it stays a view)."""
+
     def strict_function(*args, **kwargs):
-        return _wrap_all(numpy_function(*_strict(args, where), **_strict(kwargs, where)))
+        spec = cupy_api.check_call(namespace, name, args, kwargs)
+        args, kwargs = _strict(args, where), _strict(kwargs, where)
+        result = numpy_function(*args, **kwargs)
+        return _wrap_all(result, None if cupy_api.lays_out_as_numpy(spec) else (owner, args, kwargs))
 
     strict_function.__name__ = getattr(numpy_function, "__name__", where)
     strict_function.__doc__ = f"NumPy's {where}, refusing NumPy arrays, returning stand-in arrays."
@@ -114,6 +141,7 @@ class _Ufunc:
         return _apply_ufunc(self._ufunc, "__call__", args, kwargs)
 
     def __getattr__(self, method):
+        cupy_api.signature("cupy.ufunc", method)  # AttributeError where CuPy's ufunc has no such attribute
         attribute = getattr(self._ufunc, method)
         if method not in ("reduce", "accumulate", "reduceat", "outer", "at"):
             return attribute
@@ -121,12 +149,19 @@ class _Ufunc:
 
 
 def _apply_ufunc(ufunc, method, args, kwargs):
-    where = f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__
+    if method == "__call__":
+        where = ufunc.__name__
+        cupy_api.check_call("cupy", where, args, kwargs, ufunc=True)
+    else:
+        where = f"{ufunc.__name__}.{method}"
+        cupy_api.check_call("cupy.ufunc", method, args, kwargs)
     out = kwargs.get("out")
-    result = getattr(ufunc, method)(*_strict(args, where), **_strict(kwargs, where))
+    args, kwargs = _strict(args, where), _strict(kwargs, where)
+    result = getattr(ufunc, method)(*args, **kwargs)
     if out is not None:
         return out[0] if type(out) is tuple and len(out) == 1 else out
-    return _wrap_all(result)
+    return _wrap_all(result, (args, kwargs))
+
 
 
 def _binary(ufunc, a, b):
@@ -182,18 +217,25 @@ class ndarray:  # noqa: N801 (CuPy's name)
         )
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if not cupy_api.has("cupy", ufunc.__name__):
+            return NotImplemented  # as CuPy answers a NumPy ufunc it has not got
         return _apply_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        where = f"numpy.{func.__name__}"
-        return _wrap_all(func(*_strict(args, where), **_strict(kwargs, where)))
+        # CuPy answers NumPy's functions with its own function of the same name, where it has one
+        namespace = {"numpy": "cupy", "numpy.linalg": "cupy.linalg", "numpy.fft": "cupy.fft"}.get(
+            func.__module__.replace("._core", "").replace(".core", ""), "cupy")
+        if not cupy_api.has(namespace, func.__name__):
+            return NotImplemented  # NumPy then raises its TypeError: no implementation found
+        return _function(func, f"numpy.{func.__name__}", namespace, func.__name__)(*args, **kwargs)
 
     def __getattr__(self, name):
         if name == "_a" or name.startswith("__"):  # no __array_interface__ or buffer: no implicit host copy
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        cupy_api.signature("cupy.ndarray", name)  # AttributeError where CuPy's ndarray has no such attribute
         value = getattr(self._a, name)
         if callable(value):
-            return _function(value, f"ndarray.{name}")
+            return _function(value, f"ndarray.{name}", "cupy.ndarray", name, owner=self._a)
         return _wrap_all(value)
 
     @property
@@ -302,38 +344,41 @@ ElementwiseKernel = ReductionKernel = RawKernel = RawModule = _NoKernel
 
 
 class _Namespace:
-    """A NumPy namespace or object whose functions refuse NumPy arrays and return stand-in arrays."""
+    """A NumPy namespace or object that offers what CuPy's ``namespace`` offers (``"cupy.random"``...): its
+    functions take CuPy's arguments, refuse NumPy arrays and return stand-in arrays."""
 
-    def __init__(self, target, where):
-        self._target, self._where = target, where
+    def __init__(self, target, namespace):
+        self._target, self._namespace = target, namespace
 
     def __getattr__(self, name):
-        return _treat(getattr(self._target, name), f"{self._where}.{name}")
+        cupy_api.signature(self._namespace, name)  # AttributeError where CuPy has no such name
+        return _treat(getattr(self._target, name), self._namespace, name)
 
 
-def _treat(value, where):
+def _treat(value, namespace, name):
     if isinstance(value, type) or isinstance(value, (numpy.dtype, int, float, str, tuple)) or value is None:
         return value  # dtypes, classes (errstate, finfo), constants
     if isinstance(value, numpy.ufunc):
         return _Ufunc(value)
     if isinstance(value, types.ModuleType):
-        return _Namespace(value, where)
+        return _Namespace(value, f"{namespace}.{name}")
     if callable(value):
-        return _function(value, where)
+        return _function(value, f"{namespace}.{name}", namespace, name)
     return value
 
 
 def __getattr__(name):
+    cupy_api.signature("cupy", name)  # AttributeError where CuPy has no such name
     try:
-        return _treat(getattr(numpy, name), name)
+        return _treat(getattr(numpy, name), "cupy", name)
     except AttributeError:
-        raise AttributeError(f"the {_NAME} has no {name!r} (NumPy has none either)") from None
+        raise AttributeError(f"the {_NAME} has no {name!r} (CuPy has it, NumPy has not)") from None
 
 
-random = _Namespace(numpy.random, "random")
-linalg = _Namespace(numpy.linalg, "linalg")
-fft = _Namespace(numpy.fft, "fft")
-lib = types.SimpleNamespace(stride_tricks=_Namespace(numpy.lib.stride_tricks, "lib.stride_tricks"))
+random = _Namespace(numpy.random, "cupy.random")
+linalg = _Namespace(numpy.linalg, "cupy.linalg")
+fft = _Namespace(numpy.fft, "cupy.fft")
+lib = types.SimpleNamespace(stride_tricks=_Namespace(numpy.lib.stride_tricks, "cupy.lib.stride_tricks"))
 __version__ = f"stand-in (numpy {numpy.__version__})"
 
 

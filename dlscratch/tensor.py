@@ -394,7 +394,9 @@ class Tensor:
             return _fn.amax(self)
         dim = _fn.wrap_dim("max", dim, self.ndim)
         indices = self.argmax(dim, keepdim=True)
-        where = list(backend.get_array_module(indices).indices(indices.shape, sparse=True))
+        xp = backend.get_array_module(indices)
+        where = [xp.arange(n).reshape([n if axis == k else 1 for k in range(self.ndim)])
+                 for axis, n in enumerate(indices.shape)]  # an open grid (CuPy's indices has no sparse=)
         where[dim] = indices
         values = self[tuple(where)]  # picks (and routes gradients to) exactly the returned elements
         if not keepdim:

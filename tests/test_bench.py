@@ -14,14 +14,28 @@ import re
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy
 import pytest
 
+from dlscratch import backend as dl_backend
 from dlscratch import memory, paths
 from dlscratch.backend import to_cpu
-from dlscratch.bench import SUITES, autograd, cnn, conv, dezero_models, load_suite, lstm, mlp, pool, timing
+from dlscratch.bench import (
+    SUITES,
+    autograd,
+    cnn,
+    conv,
+    dezero_models,
+    load_suite,
+    lstm,
+    mlp,
+    pool,
+    timing,
+    torch_device,
+)
 from dlscratch.bench.__main__ import main
 from dlscratch.bench.phases import measure_phases, median_phases
 from dlscratch.bench.timing import format_table, format_time, measure, measure_interleaved, median, torch_available
@@ -33,6 +47,32 @@ from dlscratch.tensor import Tensor
 BASELINES = {"dlscratch forward, no_grad": "forward", "dlscratch forward": "forward",
              "dlscratch forward+backward": "forward+backward",
              autograd.REFERENCE_ROW: "forward+backward"}  # row -> the raw-array row it is compared with
+
+
+# PyTorch's side of a comparison, made up (nothing is imported): on the CPU, absent on the CPU, and on the GPU
+CPU_TORCH = torch_device.on_cpu("2.13.0")
+NO_TORCH = torch_device.absent(torch_device.NOT_IMPORTABLE, gpu=False)
+GPU_NO_CUDA = torch_device.absent(torch_device.NO_CUDA, gpu=True)
+CUDA_TORCH = torch_device.on_cuda("2.11.0", 91900, synchronize=lambda: None)
+
+
+def hide_torch(monkeypatch):
+    """Every suite sees no PyTorch, whether or not it is installed."""
+    monkeypatch.setattr(torch_device, "torch_available", lambda: False)
+
+
+def fake_torch(cuda, log):
+    """A stand-in for the ``torch`` module as far as ``torch_device.choose`` looks at it: its version, whether
+    it has CUDA, cuDNN's version, and a ``torch.cuda.synchronize`` that writes "synchronize" into ``log``."""
+    return types.SimpleNamespace(
+        __version__="2.11.0",
+        cuda=types.SimpleNamespace(is_available=lambda: cuda, synchronize=lambda: log.append("synchronize")),
+        backends=types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 91900)),
+    )
+
+
+# a verdict on a target, met or not: "(target <= 1.5: met)"
+VERDICT = re.compile(r"\(target [^)]*: (met|NOT met)\)")
 
 
 def run_cli(*args):
@@ -325,8 +365,10 @@ class TestCommandAndTiming:
             assert len(workers) == 1 and workers[0].poll() is None
             time.sleep(0.5)  # past the interpreter's start
             before = cpu_seconds(workers[0].pid)
-            time.sleep(0.5)
-            assert cpu_seconds(workers[0].pid) - before > 0.25, "the worker should burn a core"
+            time.sleep(1.0)
+            # a sleeping process gains ~0 s; a spinning one its share of the cores, which on a loaded
+            # 2-core machine (load 8) is still ~0.25 s a second
+            assert cpu_seconds(workers[0].pid) - before > 0.1, "the worker should burn a core"
         assert workers[0].poll() is not None  # stopped with the block
         with busy_cores(0) as none:
             assert none == []
@@ -385,9 +427,8 @@ class TestPhaseTimer:
             numpy.testing.assert_array_equal(to_cpu(whole.data), to_cpu(phased.data))
             assert not numpy.array_equal(to_cpu(phased.data), to_cpu(start))
 
-    def test_phase_table_without_pytorch(self, backend, monkeypatch):
-        monkeypatch.setattr(mlp, "torch_available", lambda: False)
-        rows = mlp.phase_rows((12, 8, 3), 1, repeat=1, quick=True)
+    def test_phase_table_without_pytorch(self, backend):
+        rows = mlp.phase_rows((12, 8, 3), 1, repeat=1, quick=True, pt=NO_TORCH)
         assert [r[0] for r in rows] == mlp.PHASES + ["whole step"]
         assert all(r[2:] == ["-", "-"] for r in rows)
         parts, whole = sum(float(r[1]) for r in rows[:-1]), float(rows[-1][1])
@@ -398,11 +439,10 @@ class TestPhaseTimer:
         clock = FakeClock()
         ours = [clock.phase(name, seconds) for name, seconds in zip(mlp.PHASES, (1e-6, 2e-4, 3e-4, 4e-4))]
         theirs = [clock.phase(name, seconds) for name, seconds in zip(mlp.PHASES, (2e-6, 1e-4, 6e-4, 4e-4))]
-        monkeypatch.setattr(mlp, "torch_available", lambda: True)
         monkeypatch.setattr(mlp, "dlscratch_phases", lambda sizes, batch: ours)
-        monkeypatch.setattr(mlp, "torch_phases", lambda sizes, batch: theirs)
+        monkeypatch.setattr(mlp, "torch_phases", lambda sizes, batch, pt: theirs)
         monkeypatch.setattr(mlp, "measure_phases", _with_clock(mlp.measure_phases, clock))
-        rows = mlp.phase_rows((12, 8, 3), 1, repeat=3, quick=True)
+        rows = mlp.phase_rows((12, 8, 3), 1, repeat=3, quick=True, pt=CPU_TORCH)
         assert rows == [
             ["zero_grad", "1", "2", "0.50"],
             ["forward + loss", "200", "100", "2.00"],
@@ -412,7 +452,7 @@ class TestPhaseTimer:
         ]
 
     def test_quick_run_prints_the_phase_table(self, backend, monkeypatch, capsys):
-        monkeypatch.setattr(mlp, "torch_available", lambda: False)
+        hide_torch(monkeypatch)
         mlp.run(quick=True)
         out = capsys.readouterr().out
         assert "where one step's time goes, 20-16-10 at batch 1" in out
@@ -424,7 +464,7 @@ class TestSuiteContract:
     """The five model benchmark suites (mlp, conv, pool, cnn, lstm) as one contract, and the CLI that runs them.
 
     Each suite's quick run must return its documented headers and rows with positive, finite timings,
-    and must cover every dlscratch variant it times at full size. ``torch_available`` and
+    and must cover every dlscratch variant it times at full size. ``torch_device.torch_available`` and
     ``dezero_available`` are patched to False everywhere, so these tests behave alike with and without
     PyTorch or DeZero installed; the PyTorch rows are checked by running the suites by hand, the DeZero
     rows by one test that runs only where DeZero imports. Nothing here asserts on speed."""
@@ -432,10 +472,8 @@ class TestSuiteContract:
     @pytest.fixture(autouse=True)
     def no_torch(self, monkeypatch):
         """Every suite sees no PyTorch and no DeZero, whether or not they are installed."""
-        monkeypatch.setattr(timing, "torch_available", lambda: False)
+        hide_torch(monkeypatch)
         monkeypatch.setattr(timing, "dezero_available", lambda: False)
-        for module, *_ in CONTRACT.values():
-            monkeypatch.setattr(module, "torch_available", lambda: False)
         for name in DEZERO_ROWS:
             monkeypatch.setattr(CONTRACT[name][0], "dezero_available", lambda: False)
 
@@ -531,14 +569,14 @@ class TestSuiteContract:
         assert timing.verdict(False, ">= 3x faster") == "(target >= 3x faster: NOT met)"
 
     def test_cnn_judges_dezero_measured_in_this_run_when_it_was(self):
-        line = cnn.summary(keras_seconds(100, dezero_ms=400), quick=False)[0]
+        line = cnn.summary(keras_seconds(100, dezero_ms=400), quick=False, pt=NO_TORCH)[0]
         assert line == ("Keras CNN step: 100 ms, 4.0x faster than DeZero 0.0.13's 400 ms, measured in this run "
                         "(target >= 3x faster: met)")
-        line = cnn.summary(keras_seconds(200, dezero_ms=400), quick=False)[0]
+        line = cnn.summary(keras_seconds(200, dezero_ms=400), quick=False, pt=NO_TORCH)[0]
         assert "2.0x faster than DeZero 0.0.13's 400 ms, measured in this run (target >= 3x faster: NOT met)" in line
 
     def test_cnn_falls_back_to_the_earlier_dezero_constant(self):
-        lines = cnn.summary(keras_seconds(880), quick=False)
+        lines = cnn.summary(keras_seconds(880), quick=False, pt=NO_TORCH)
         assert lines[0].startswith(f"Keras CNN step: 880 ms, 2.0x slower than DeZero 0.0.13's "
                                    f"{cnn.DEZERO_KERAS_MS:g} ms, "
                                    "an earlier 2-core measurement, not this run")
@@ -547,13 +585,14 @@ class TestSuiteContract:
 
     def test_suite_verdicts_use_the_shared_wording(self):
         default = f"dlscratch max forward+backward, {DEFAULT_MAX_POOL_BACKWARD} (default)"
-        pool_lines = pool.summary({default: 0.02, "PyTorch CPU max forward+backward": 0.01}, quick=False)
+        pool_lines = pool.summary({default: 0.02, "PyTorch CPU max forward+backward": 0.01}, quick=False,
+                                  pt=CPU_TORCH)
         assert pool_lines[0] == "default max pool forward+backward / PyTorch: 2.00 (target <= 1.5: NOT met)"
         conv_lines = conv.summary({"dlscratch forward+backward": 0.1, "PyTorch CPU forward+backward": 0.1},
-                                  {"dlscratch forward+backward": 90.0}, quick=False)
+                                  {"dlscratch forward+backward": 90.0}, quick=False, pt=CPU_TORCH)
         assert conv_lines[:2] == ["dlscratch forward+backward: 90 GFLOP/s (target >= 80: met)",
                                   "dlscratch / PyTorch forward+backward time: 1.00 (target <= 1.5: met)"]
-        assert mlp.summary({("784-1000-10", 1): [0.8], ("784-1000-10", 128): [1.4]}, quick=False) == [
+        assert mlp.summary({("784-1000-10", 1): [0.8], ("784-1000-10", 128): [1.4]}, quick=False, pt=CPU_TORCH) == [
             "784-1000-10 at batch 1: 0.80x PyTorch's step time, holds in 1 of 1 rounds "
             "(target faster than PyTorch: met)",
             "784-1000-10 at batch 128: 1.40x PyTorch's step time, holds in 0 of 1 rounds "
@@ -561,17 +600,191 @@ class TestSuiteContract:
         ]
 
 
+class TestTorchDevice:
+    """Where the PyTorch rows run: on the CPU beside dlscratch on the CPU, on CUDA (synchronised) beside
+    dlscratch on the GPU, and nowhere when dlscratch runs on the GPU and PyTorch has no CUDA: then nothing is
+    judged. The strict CuPy stand-in plays the GPU and a fake ``torch`` module plays PyTorch, so every branch
+    runs on any machine; the PyTorch calls themselves are run where PyTorch is installed."""
+
+    @pytest.fixture
+    def stand_in(self, monkeypatch):
+        """The strict CuPy stand-in playing the GPU for one test; the backend as it was afterwards."""
+        for name in ("cupy", "cupyx", "_gpu_status", "xp"):
+            monkeypatch.setattr(dl_backend, name, getattr(dl_backend, name))
+        dl_backend.use_strict_stand_in()
+        dl_backend.use("gpu")
+
+    @pytest.fixture
+    def torch_log(self):
+        return []
+
+    @pytest.fixture
+    def torch_with_cuda(self, monkeypatch, torch_log):
+        monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda=True, log=torch_log))
+        monkeypatch.setattr(torch_device, "torch_available", lambda: True)
+
+    @pytest.fixture
+    def torch_without_cuda(self, monkeypatch, torch_log):
+        monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda=False, log=torch_log))
+        monkeypatch.setattr(torch_device, "torch_available", lambda: True)
+
+    def test_on_the_gpu_pytorch_runs_on_cuda_and_says_which_cudnn(self, stand_in, torch_with_cuda, torch_log):
+        pt = torch_device.choose()
+        assert (pt.device, pt.label, pt.runs, pt.gpu) == ("cuda", "PyTorch CUDA", True, True)
+        assert pt.header == ("compared with PyTorch CUDA (cuDNN 9.19.0; torch 2.11.0), synchronised: each timed "
+                             "PyTorch call ends with torch.cuda.synchronize()")
+        pt.synchronize()
+        assert torch_log == ["synchronize"]
+
+    def test_cuda_timings_synchronise_inside_the_timed_region(self, stand_in, torch_with_cuda, torch_log,
+                                                               monkeypatch):
+        def clock():
+            torch_log.append("clock")
+            return 0.0
+
+        monkeypatch.setattr(timing.time, "perf_counter", clock)
+        step = torch_device.choose().timed(lambda: torch_log.append("step"))
+        measure(step, repeat=2, number=3, warmup=0)
+        assert torch_log == (["clock"] + ["step", "synchronize"] * 3 + ["clock"]) * 2
+
+    def test_on_the_cpu_pytorch_runs_on_the_cpu_unsynchronised(self, torch_with_cuda, torch_log):
+        pt = torch_device.choose()
+        assert (pt.device, pt.label, pt.runs, pt.gpu) == ("cpu", "PyTorch CPU", True, False)
+        assert pt.header == "compared with PyTorch CPU (torch 2.11.0)"
+        step = lambda: torch_log.append("step")  # noqa: E731
+        assert pt.timed(step) is step
+
+    def test_on_the_gpu_without_cuda_nothing_is_judged(self, stand_in, torch_without_cuda):
+        pt = torch_device.choose()
+        assert pt == GPU_NO_CUDA and not pt.runs
+        assert pt.header == ("PyTorch has no CUDA here: nothing judged (dlscratch runs on the GPU; PyTorch on the "
+                             "CPU would be no comparison)")
+
+    def test_without_pytorch_there_are_no_rows(self, monkeypatch):
+        hide_torch(monkeypatch)
+        pt = torch_device.choose()
+        assert pt == NO_TORCH and not pt.runs
+        assert pt.header == "PyTorch is not importable here: no PyTorch rows"
+
+    def test_cudnn_versions_in_words(self):
+        assert torch_device.cudnn_words(91900) == "cuDNN 9.19.0"
+        assert torch_device.cudnn_words(90100) == "cuDNN 9.1.0"
+        assert torch_device.cudnn_words(8902) == "cuDNN 8.9.2"
+        assert torch_device.cudnn_words(None) == "no cuDNN"
+
+    @pytest.mark.parametrize("name", sorted(CONTRACT))
+    def test_a_gpu_run_without_cuda_in_pytorch_has_no_pytorch_rows(self, name, stand_in, torch_without_cuda,
+                                                                   monkeypatch, capsys):
+        module, headers, _, ratio_col = CONTRACT[name]
+        monkeypatch.setattr(timing, "dezero_available", lambda: False)
+        if name in DEZERO_ROWS:
+            monkeypatch.setattr(module, "dezero_available", lambda: False)
+        # the rows the suite builds, each given a made-up millisecond: the stand-in computes slowly
+        monkeypatch.setattr(module, "measure_interleaved", lambda variants, **kwargs: {v: [1e-3] for v in variants})
+        _, rows = module.run(quick=True)
+        assert not any("PyTorch" in " ".join(row) for row in rows)
+        assert ratio_col is None or all(row[ratio_col] == "-" for row in rows)
+        out = capsys.readouterr().out
+        assert out.splitlines()[1] == GPU_NO_CUDA.header  # under the suite's title
+        assert "PyTorch CPU" not in out and not VERDICT.search(out)
+
+    def test_a_gpu_run_without_cuda_in_pytorch_judges_nothing(self):
+        default = f"dlscratch max forward+backward, {DEFAULT_MAX_POOL_BACKWARD} (default)"
+        nothing = "PyTorch has no CUDA here: nothing judged"
+        assert conv.summary({"dlscratch forward+backward": 0.1}, {"dlscratch forward+backward": 9000.0},
+                            quick=False, pt=GPU_NO_CUDA) == [
+            "dlscratch forward+backward: 9000 GFLOP/s (target >= 80, set for a CPU: not judged on the GPU)", nothing]
+        assert pool.summary({default: 0.001}, quick=False, pt=GPU_NO_CUDA) == [nothing]
+        assert cnn.summary(keras_seconds(5, dezero_ms=400), quick=False, pt=GPU_NO_CUDA) == [
+            "Keras CNN step: 5 ms, 80.0x faster than DeZero 0.0.13's 400 ms, measured in this run "
+            "(target >= 3x faster, set for a CPU: not judged on the GPU)", nothing]
+        assert mlp.summary({}, quick=False, pt=GPU_NO_CUDA) == [nothing]
+        assert lstm.summary({(1, "DeZero"): [0.05]}, quick=False, pt=GPU_NO_CUDA) == [
+            "nn.LSTM forward+backward at batch 1 against PyTorch: not judged (PyTorch has no CUDA here)",
+            "nn.LSTM forward+backward at batch 128 against PyTorch: not judged (PyTorch has no CUDA here)",
+            "nn.LSTM forward+backward at batch 1 against DeZero: not judged (DeZero 0.0.13 runs on the CPU, "
+            "dlscratch on the GPU)",
+        ]
+
+    def test_a_gpu_run_judges_only_against_pytorch_on_cuda(self):
+        default = f"dlscratch max forward+backward, {DEFAULT_MAX_POOL_BACKWARD} (default)"
+        assert conv.summary({"dlscratch forward+backward": 0.1, "PyTorch CUDA forward+backward": 0.1},
+                            {"dlscratch forward+backward": 9000.0}, quick=False, pt=CUDA_TORCH) == [
+            "dlscratch forward+backward: 9000 GFLOP/s (target >= 80, set for a CPU: not judged on the GPU)",
+            "dlscratch / PyTorch forward+backward time: 1.00 (target <= 1.5: met)"]
+        assert pool.summary({default: 0.002, "PyTorch CUDA max forward+backward": 0.001}, quick=False,
+                            pt=CUDA_TORCH) == [
+            "default max pool forward+backward / PyTorch: 2.00 (target <= 1.5: NOT met)"]
+        seconds = keras_seconds(5, dezero_ms=400)
+        seconds.update({("Keras CNN", "PyTorch CUDA"): 0.005, ("article net", "PyTorch CUDA"): 0.002})
+        assert cnn.summary(seconds, quick=False, pt=CUDA_TORCH)[1:] == [
+            "Keras CNN step / PyTorch: 1.00 (target <= 1.5: met)",
+            "article net step at batch 8 / PyTorch: 0.50 (target < 1: met)"]
+        assert mlp.summary({("784-1000-10", 1): [2.0]}, quick=False, pt=CUDA_TORCH) == [
+            "784-1000-10 at batch 1: 2.00x PyTorch's step time, holds in 0 of 1 rounds "
+            "(target faster than PyTorch: NOT met)"]
+        assert lstm.summary({(1, "PyTorch"): [0.9], (1, "DeZero"): [0.05]}, quick=False, pt=CUDA_TORCH)[::2] == [
+            "nn.LSTM forward+backward at batch 1: 0.90x PyTorch's time, holds in 1 of 1 rounds "
+            "(target no slower than PyTorch: met)",
+            "nn.LSTM forward+backward at batch 1 against DeZero: not judged (DeZero 0.0.13 runs on the CPU, "
+            "dlscratch on the GPU)"]
+
+    @pytest.mark.parametrize("name", sorted(CONTRACT))
+    def test_a_cpu_run_compares_with_pytorch_on_the_cpu_as_before(self, name, monkeypatch, capsys):
+        torch = pytest.importorskip("torch")
+        module, headers, _, ratio_col = CONTRACT[name]
+        monkeypatch.setattr(timing, "dezero_available", lambda: False)
+        if name in DEZERO_ROWS:
+            monkeypatch.setattr(module, "dezero_available", lambda: False)
+        monkeypatch.setattr(module, "measure_interleaved", lambda variants, **kwargs: {v: [1e-3] for v in variants})
+        _, rows = module.run(quick=True)
+        torch_rows = [" ".join(row) for row in rows if "PyTorch" in " ".join(row)]
+        assert torch_rows and all("PyTorch CPU" in row for row in torch_rows)
+        if ratio_col is not None:  # every dlscratch row is compared: all take the same made-up time here
+            assert {row[ratio_col] for row in rows if "dlscratch" in " ".join(row)} == {"1.00"}
+        assert capsys.readouterr().out.splitlines()[1] == f"compared with PyTorch CPU (torch {torch.__version__})"
+
+    def test_every_pytorch_row_is_timed_synchronised(self, torch_log):
+        """Each suite's PyTorch callables end with ``pt.synchronize()``: here a spy, around PyTorch on the CPU."""
+        pytest.importorskip("torch")
+        pt = torch_device.TorchDevice("cpu", "PyTorch spy", "", synchronize=lambda: torch_log.append("synchronize"))
+        fns = [*conv.torch_variants(conv.QUICK_SHAPE, conv.QUICK_OUT, pt).values(),
+               *pool.torch_variants(numpy.zeros(pool.QUICK_SHAPE, dtype=numpy.float32), pt).values(),
+               cnn.torch_step("article net", 2, pt), mlp.torch_step((20, 16, 10), 2, pt),
+               *mlp.torch_phases((20, 16, 10), 2, pt), *lstm.torch_variants(lstm.QUICK_SIZES, 2, pt).values()]
+        for fn in fns:
+            torch_log.clear()
+            fn()
+            assert torch_log == ["synchronize"], fn
+
+    def test_the_cli_on_the_stand_in_says_where_pytorch_runs(self):
+        """``DLSCRATCH_STRICT_GPU=1 python -m dlscratch.bench pool --device gpu``: whatever PyTorch is here."""
+        env = {**os.environ, "DLSCRATCH_STRICT_GPU": "1"}
+        result = subprocess.run([sys.executable, "-m", "dlscratch.bench", "pool", "--quick", "--device", "gpu"],
+                                capture_output=True, text=True, timeout=60, env=env)
+        assert result.returncode == 0, result.stderr
+        header = result.stdout.splitlines()[3]  # after the backend, the memory and the suite's title
+        if not torch_available():
+            assert header == torch_device.absent(torch_device.NOT_IMPORTABLE, gpu=True).header
+        else:
+            import torch
+
+            assert header.startswith("compared with PyTorch CUDA (") if torch.cuda.is_available() else (
+                header == GPU_NO_CUDA.header)
+        assert "PyTorch CPU" not in result.stdout
+
+
 class TestConvPoolCnn:
     """The conv, pool and cnn benchmark suites in quick mode: tables, FLOP arithmetic and verdicts.
 
-    Nothing is asserted on speed. ``torch_available`` and ``dezero_available`` are patched to False so
+    Nothing is asserted on speed. PyTorch is hidden and ``dezero_available`` is patched to False so
     that the suites' own rows are checked alike on machines with and without the reference frameworks
     (their rows are tested in TestSuiteContract)."""
 
     @pytest.fixture(autouse=True)
     def no_reference_frameworks(self, monkeypatch):
+        hide_torch(monkeypatch)
         for suite in (conv, pool, cnn):
-            monkeypatch.setattr(suite, "torch_available", lambda: False)
             monkeypatch.setattr(suite, "dezero_available", lambda: False)
 
     def test_conv_quick_table(self, backend, capsys):
@@ -627,27 +840,29 @@ class TestConvPoolCnn:
 
     def test_verdicts_name_each_target(self):
         lines = cnn.summary({("Keras CNN", "dlscratch"): 0.120, ("Keras CNN", "PyTorch CPU"): 0.100,
-                             ("article net", "dlscratch"): 0.002, ("article net", "PyTorch CPU"): 0.001}, quick=False)
+                             ("article net", "dlscratch"): 0.002, ("article net", "PyTorch CPU"): 0.001}, quick=False,
+                            pt=CPU_TORCH)
         assert "3.7x faster than DeZero" in lines[0] and lines[0].endswith("met)") and "NOT" not in lines[0]
         assert "1.20" in lines[1] and "NOT" not in lines[1]
         assert "NOT met" in lines[2]
         lines = pool.summary({"dlscratch max forward+backward, offsets (default)": 0.02,
-                              "PyTorch CPU max forward+backward": 0.01}, quick=False)
+                              "PyTorch CPU max forward+backward": 0.01}, quick=False, pt=CPU_TORCH)
         assert "2.00" in lines[0] and "NOT met" in lines[0]
-        lines = conv.summary({"dlscratch forward+backward": 0.1}, {"dlscratch forward+backward": 90.0}, quick=False)
+        lines = conv.summary({"dlscratch forward+backward": 0.1}, {"dlscratch forward+backward": 90.0}, quick=False,
+                             pt=NO_TORCH)
         assert "90 GFLOP/s" in lines[0] and "NOT" not in lines[0]
 
 
 class TestMlp:
     """The mlp benchmark suite in quick mode: its table and its verdicts (nothing is asserted on speed).
 
-    PyTorch is installed on some machines and not others; ``torch_available`` is patched to False
+    PyTorch is installed on some machines and not others; it is hidden
     so that the suite's own rows are checked alike everywhere, and the verdict logic is checked on
     made-up rows."""
 
     @pytest.fixture(autouse=True)
     def no_torch(self, monkeypatch):
-        monkeypatch.setattr(mlp, "torch_available", lambda: False)
+        hide_torch(monkeypatch)
 
     def test_quick_table(self, backend, capsys):
         headers, rows = mlp.run(quick=True)
@@ -695,7 +910,7 @@ class TestMlp:
             ("784-1000-10", 128): [1.3, 1.2, 1.25, 1.4],
             ("784-1000-10", 1024): [2.0, 2.0, 2.0, 2.0],
         }
-        lines = mlp.summary(ratios, quick=False)
+        lines = mlp.summary(ratios, quick=False, pt=CPU_TORCH)
         assert len(lines) == 3  # batch 1024 has no target
         assert lines[0] == (
             "784-1000-10 at batch 1: 0.85x PyTorch's step time, holds in 3 of 4 rounds "
@@ -704,15 +919,15 @@ class TestMlp:
         assert lines[1].startswith("784-1000-10 at batch 8: 1.00x PyTorch's step time, holds in 2 of 4 rounds")
         assert lines[1].endswith("(target faster than PyTorch: NOT met)")
         assert "holds in 3 of 4 rounds (target within 1.3x of PyTorch: met)" in lines[2]
-        assert mlp.summary({}, quick=False) == ["PyTorch is not importable here: no reference rows, targets not judged"]
+        assert mlp.summary({}, quick=False, pt=NO_TORCH) == [
+            "PyTorch is not importable here: no reference rows, targets not judged"]
 
     def test_ratio_column_is_the_median_of_paired_rounds(self, monkeypatch):
         """Each round's dlscratch time is divided by PyTorch's from the same round, not median by median."""
         times = {"dlscratch": [1.0, 4.0, 9.0], mlp.REFERENCE_PATH: [3.0, 8.0, 27.0], "PyTorch CPU": [2.0, 2.0, 10.0]}
-        monkeypatch.setattr(mlp, "torch_available", lambda: True)
-        monkeypatch.setattr(mlp, "torch_step", lambda sizes, batch: None)
+        monkeypatch.setattr(mlp, "torch_step", lambda sizes, batch, pt: None)
         monkeypatch.setattr(mlp, "measure_interleaved", lambda variants, **kwargs: times)
-        rows, paired, reference_ratio = mlp.rows_for((12, 8, 3), 2, repeat=3, quick=True)
+        rows, paired, reference_ratio = mlp.rows_for((12, 8, 3), 2, repeat=3, quick=True, pt=CPU_TORCH)
         assert paired == [0.5, 2.0, 0.9]
         assert reference_ratio == 3.0  # rounds: 3, 2 and 3; the medians would give 8 s over 4 s
         assert rows == [
@@ -726,13 +941,13 @@ class TestLstm:
     """The lstm benchmark suite: its quick table, its verdicts, its naive model and its FLOP count (nothing is
     asserted on speed).
 
-    PyTorch and DeZero are installed on some machines and not others; ``torch_available`` and
-    ``dezero_available`` are patched to False so that the suite's own rows are checked alike everywhere,
+    PyTorch and DeZero are installed on some machines and not others; PyTorch is hidden and
+    ``dezero_available`` is patched to False so that the suite's own rows are checked alike everywhere,
     and the verdict and ratio logic is checked on made-up times."""
 
     @pytest.fixture(autouse=True)
     def no_references(self, monkeypatch):
-        monkeypatch.setattr(lstm, "torch_available", lambda: False)
+        hide_torch(monkeypatch)
         monkeypatch.setattr(lstm, "dezero_available", lambda: False)
 
     def test_quick_table(self, backend, capsys):
@@ -805,7 +1020,7 @@ class TestLstm:
             (128, "PyTorch"): [1.1, 1.2, 1.18, 1.1],  # within 1.15x in 2 of 4 rounds
             (1, "DeZero"): [0.05, 0.08, 0.125, 0.04],  # 20x, 12.5x, 8x and 25x faster
         }
-        lines = lstm.summary(ratios, quick=False)
+        lines = lstm.summary(ratios, quick=False, pt=CPU_TORCH)
         assert lines == [
             "nn.LSTM forward+backward at batch 1: 0.96x PyTorch's time, holds in 3 of 4 rounds "
             "(target no slower than PyTorch: met)",
@@ -816,35 +1031,33 @@ class TestLstm:
         ]
 
     def test_a_tie_is_not_a_win(self):
-        line = lstm.summary({(1, "PyTorch"): [0.99, 1.02, 0.98, 1.01]}, quick=False)[0]
+        line = lstm.summary({(1, "PyTorch"): [0.99, 1.02, 0.98, 1.01]}, quick=False, pt=CPU_TORCH)[0]
         assert line.startswith("nn.LSTM forward+backward at batch 1: 1.00x PyTorch's time, holds in 2 of 4 rounds")
         assert line.endswith("(target no slower than PyTorch: NOT met)")
 
     def test_targets_without_references_are_not_judged(self):
-        assert lstm.summary({}, quick=False) == [
+        assert lstm.summary({}, quick=False, pt=NO_TORCH) == [
             "nn.LSTM forward+backward at batch 1 against PyTorch: not judged (PyTorch is not importable here)",
             "nn.LSTM forward+backward at batch 128 against PyTorch: not judged (PyTorch is not importable here)",
             "nn.LSTM forward+backward at batch 1 against DeZero: not judged (DeZero 0.0.13 does not import here)",
         ]
-        assert lstm.summary({}, quick=True) == ["quick mode: tiny sizes, a smoke test, not a measurement"]
+        assert lstm.summary({}, quick=True, pt=NO_TORCH) == ["quick mode: tiny sizes, a smoke test, not a measurement"]
 
     def test_ratio_column_is_the_median_of_paired_rounds(self, monkeypatch):
         """Each round's time is divided by PyTorch's same pass from the same round, not median by median."""
-        torch = lstm.torch_label("cpu")
+        torch = lstm.torch_label(CPU_TORCH)
         times = {
             (lstm.NN_LSTM, lstm.FORWARD): [1.0, 1.0, 1.0], (lstm.NN_LSTM, FB): [1.0, 4.0, 9.0],
             (lstm.NN_LSTM_REFERENCE, lstm.FORWARD): [1.0, 1.0, 1.0], (lstm.NN_LSTM_REFERENCE, FB): [2.0, 4.0, 9.0],
             (torch, lstm.FORWARD): [2.0, 2.0, 2.0], (torch, FB): [2.0, 2.0, 10.0],
             (lstm.DEZERO, lstm.FORWARD): [8.0, 8.0, 8.0], (lstm.DEZERO, FB): [20.0, 20.0, 20.0],
         }
-        monkeypatch.setattr(lstm, "torch_available", lambda: True)
         monkeypatch.setattr(lstm, "dezero_available", lambda: True)
-        monkeypatch.setattr(lstm, "torch_device", lambda: "cpu")
         for builder in ("dlscratch_variants", "torch_variants", "dezero_variants"):
             monkeypatch.setattr(lstm, builder, lambda *args: {})
         monkeypatch.setattr(lstm, "measure_interleaved", lambda variants, **kwargs: times)
         peak = lstm.lstm_flops((12, 8, 5), 2) / 1e9  # GFLOP/s of a forward pass in 1 s
-        rows, ratios = lstm.rows_for((12, 8, 5), 2, repeat=3, quick=True, peak=peak)
+        rows, ratios = lstm.rows_for((12, 8, 5), 2, repeat=3, quick=True, peak=peak, pt=CPU_TORCH)
         assert ratios == {"reference path": [2.0, 1.0, 1.0], "PyTorch": [0.5, 2.0, 0.9], "DeZero": [0.05, 0.2, 0.45]}
         assert [(r[1], r[2], r[3], r[6]) for r in rows] == [
             (lstm.NN_LSTM, lstm.FORWARD, "1000", "0.50"),
@@ -859,8 +1072,8 @@ class TestLstm:
         assert [r[5] for r in rows[:2]] == ["100.0", "75.0"]  # forward+backward counts three passes' FLOPs
 
     def test_torch_rows_run_where_pytorch_imports(self):
-        pytest.importorskip("torch")
-        variants = lstm.torch_variants((6, 4, 3), batch=2, device="cpu")
+        torch = pytest.importorskip("torch")
+        variants = lstm.torch_variants((6, 4, 3), batch=2, pt=torch_device.on_cpu(torch.__version__))
         assert list(variants) == [("PyTorch CPU nn.LSTM", lstm.FORWARD), ("PyTorch CPU nn.LSTM", FB)]
         for fn in variants.values():
             fn()

@@ -66,6 +66,10 @@ def test_backend_imports_nothing_from_dlscratch_but_the_strict_stand_in():
     assert not inside, f"dlscratch/backend.py must not import the rest of dlscratch: {inside}"
 
 
-def test_the_strict_stand_in_imports_only_numpy_and_the_standard_library():
-    imported = {name.split(".")[0] for _, name in imported_modules(PACKAGE / "strict_cupy.py")}
-    assert imported <= {"numpy", "sys", "time", "types", "weakref"}, imported
+def test_the_strict_stand_in_imports_only_numpy_the_standard_library_and_cupys_signatures():
+    own = ("dlscratch.strict_signatures", "dlscratch.cupy_api")
+    for module in ("strict_cupy.py", "strict_signatures.py", "cupy_api.py"):
+        imported = {name for _, name in imported_modules(PACKAGE / module)
+                    if name != "dlscratch" and not name.startswith(own)}
+        assert {n.split(".")[0] for n in imported} <= {"ast", "numpy", "sys", "time", "types", "weakref"}, \
+            (module, imported)

@@ -2,11 +2,13 @@
 
 Every notebook: a title and an "Open in Colab" badge for its own file, one setup cell that installs
 from the repository's URL (read from pyproject.toml), its own ``%timeit``, exercises between
-nbgrader's markers each followed by a check cell, no stored errors, no machine paths. Also checks
-``tools/sync_repo_url.py``, which writes the URL into the README and the notebooks.
+nbgrader's markers each followed by a check cell, no stored errors, no machine paths, outputs from the
+current library. Also checks ``tools/sync_repo_url.py``, which writes the URL into the README and the
+notebooks, and that ``tools/execute_lessons.py`` fingerprints the library alike on every supported Python.
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -142,22 +144,117 @@ def test_stored_outputs_come_from_the_current_library(path):
     )
 
 
+OPS = '''\
+"""Ops."""
+
+
+class Scale:
+    """Scales."""
+
+    def apply(self, x, by=2):
+        """Twice x."""
+        return by * x  # scale
+
+
+def describe(x):
+    return f"{x!r:>8} doubled, {'{x}'}"
+'''
+# the same code: other docstrings and comments, two-space indents, lines broken inside brackets
+OPS_REWORDED = '''\
+"""Operations, reworded."""
+class Scale:
+  """Multiplies."""
+  def apply(self, x,
+            by=2):
+    # a comment where there was none
+    return by * x
+def describe(x):
+  """Now documented."""
+
+  return f"{x!r:>8} doubled, {'{x}'}"
+'''
+CODE_CHANGES = [("by=2", "by=3"), ("by * x", "x * by"), ("!r:>8", "!r:>9"), ("doubled", "twice"),
+                ("'{x}'", "x"), ("class Scale", "class Scaled")]
+
+
 def test_fingerprints_ignore_docstrings_comments_and_layout_but_not_code(tmp_path):
     package = tmp_path / "dlscratch"
     package.mkdir()
     module = package / "ops.py"
-    module.write_text('"""Ops."""\n\n\ndef double(x):\n    """Twice x."""\n    return 2 * x  # scale\n')
+    module.write_text(OPS, encoding="utf-8")
     notebook = {"metadata": {"dlscratch": {"library": execute_lessons.library_fingerprints(
         ["dlscratch.ops", "dlscratch.missing"], root=tmp_path)}}}
     assert list(notebook["metadata"]["dlscratch"]["library"]) == ["dlscratch.ops"]
     assert execute_lessons.stale_modules(notebook, root=tmp_path) == []
-    module.write_text('"""Operations, reworded."""\n\ndef double(x):\n    """2x."""\n    return (2 * x)\n')
+    module.write_text(OPS_REWORDED, encoding="utf-8")
     assert execute_lessons.stale_modules(notebook, root=tmp_path) == []
-    module.write_text('def double(x):\n    return 3 * x\n')
-    assert execute_lessons.stale_modules(notebook, root=tmp_path) == ["dlscratch.ops (its code changed)"]
+    for old, new in CODE_CHANGES:
+        module.write_text(OPS.replace(old, new), encoding="utf-8")
+        assert execute_lessons.stale_modules(notebook, root=tmp_path) == ["dlscratch.ops (its code changed)"], (
+            f"changing {old!r} into {new!r} left the fingerprint as it was"
+        )
     module.unlink()
     assert execute_lessons.stale_modules(notebook, root=tmp_path) == ["dlscratch.ops (no longer exists)"]
     assert execute_lessons.stale_modules({"metadata": {}}) == ["never executed by tools/execute_lessons.py"]
+
+
+# Run by each interpreter, isolated (-I): loads tools/execute_lessons.py by path, needing only the standard library.
+FINGERPRINT_EVERY_MODULE = """
+import importlib.util, json, sys
+from pathlib import Path
+tool, package = Path(sys.argv[1]), Path(sys.argv[2])
+spec = importlib.util.spec_from_file_location("execute_lessons", tool)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+modules = sorted(package.rglob("*.py"))
+print(json.dumps({p.relative_to(package).as_posix(): module.code_fingerprint(p) for p in modules}))
+"""
+# Runs on any Python, 2.7 included.
+WHICH_VERSION = "import sys; print(list(sys.version_info[:2]))"
+
+
+def _supported_pythons():
+    """The ``(major, minor)`` versions that pyproject.toml's ``requires-python = ">=3.A,<3.B"`` allows."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    low, high = map(int, re.search(r'requires-python\s*=\s*">=3\.(\d+),\s*<3\.(\d+)"', text).groups())
+    return [(3, minor) for minor in range(low, high)]
+
+
+def _pythons():
+    """``{path: (major, minor)}`` of every interpreter of a supported version on this machine: this one,
+    pyenv's, and each ``python3.X`` on PATH (pyenv's shims left out: they run the interpreters of versions/)."""
+    supported = _supported_pythons()
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = [Path(sys.executable), *sorted(pyenv.glob("versions/*/bin/python3"))]
+    candidates += [Path(folder) / f"python3.{minor}" for folder in os.get_exec_path() for _, minor in supported]
+    runnable = [c for c in candidates if c.is_file() and os.access(c, os.X_OK) and c.parent != pyenv / "shims"]
+    found = {}
+    for python in dict.fromkeys(c.resolve() for c in runnable):
+        probe = subprocess.run([python, "-c", WHICH_VERSION], capture_output=True, text=True, timeout=30)
+        version = tuple(json.loads(probe.stdout)) if probe.returncode == 0 else None
+        if version in supported:
+            found[str(python)] = version
+    return found
+
+
+def test_fingerprints_are_the_same_on_every_supported_python():
+    pythons = _pythons()
+    versions = sorted({f"{major}.{minor}" for major, minor in pythons.values()})
+    if len(versions) < 2:
+        supported = ", ".join(f"{major}.{minor}" for major, minor in _supported_pythons())
+        pytest.skip(f"needs two of the supported Pythons ({supported}); this machine has {', '.join(versions)}")
+    command = [FINGERPRINT_EVERY_MODULE, str(ROOT / "tools" / "execute_lessons.py"), str(ROOT / "dlscratch")]
+    running = {python: subprocess.Popen([python, "-I", "-c", *command], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True) for python in pythons}
+    outputs = {python: process.communicate(timeout=120) for python, process in running.items()}
+    for python, (_, err) in outputs.items():
+        assert running[python].returncode == 0, f"{python} could not fingerprint dlscratch:\n{err}"
+    fingerprints = {python: json.loads(out) for python, (out, _) in outputs.items()}
+    first, *others = fingerprints
+    for python in others:
+        differ = sorted(m for m in fingerprints[first].keys() | fingerprints[python].keys()
+                        if fingerprints[first].get(m) != fingerprints[python].get(m))
+        assert not differ, f"{first} and {python} fingerprint these modules differently: {', '.join(differ)}"
 
 
 def test_sync_check_passes():

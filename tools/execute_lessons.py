@@ -8,9 +8,9 @@
 A lesson's stored outputs are what a learner reads first, so they must come from the library as it is.
 After executing a lesson, this script asks its kernel which ``dlscratch`` modules it imported and stores,
 in the notebook's metadata (``metadata["dlscratch"]["library"]``), a fingerprint of each: a hash of the
-module's code with comments, docstrings and formatting left out. Changing what a module does changes its
-fingerprint, and ``tests/test_notebooks_conventions.py`` then fails until the lessons that import it are
-executed again; editing a docstring or a comment does not.
+module's tokens with comments, docstrings and layout left out, the same on every supported Python.
+Changing what a module does changes its fingerprint, and ``tests/test_notebooks_conventions.py`` then
+fails until the lessons that import it are executed again; editing a docstring or a comment does not.
 
 The full mode is what a learner gets: ``DLSCRATCH_QUICK`` is removed from the kernel's environment.
 """
@@ -18,10 +18,12 @@ The full mode is what a learner gets: ``DLSCRATCH_QUICK`` is removed from the ke
 import argparse
 import ast
 import hashlib
+import io
 import json
 import os
 import sys
 import time
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,17 +38,66 @@ LOADED_MODULES = (
 
 
 def code_fingerprint(path):
-    """A short hash of a Python file's code: docstrings dropped, then unparsed (so no comments or layout)."""
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and _has_docstring(node):
-            node.body = node.body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.unparse(tree).encode("utf-8")).hexdigest()[:16]
+    """A short hash of a Python file's tokens, without comments, docstrings or layout: the same on every
+    supported Python. Indentation and line breaks inside brackets are left out; the ``NEWLINE``,
+    ``INDENT`` and ``DEDENT`` that place a statement are kept, without their text."""
+    source = Path(path).read_text(encoding="utf-8")
+    docstrings = _docstring_spans(source)
+    kept, after_docstring = [], False
+    for kind, text, start, end in _tokens(source):
+        if kind in ("COMMENT", "NL", "ENDMARKER"):
+            continue
+        if kind == "STRING" and any(first <= start and end <= last for first, last in docstrings):
+            after_docstring = True
+        elif kind == "NEWLINE" and after_docstring:
+            after_docstring = False
+        else:
+            after_docstring = False
+            kept.append((kind, "" if kind in ("NEWLINE", "INDENT", "DEDENT") else text))
+    return hashlib.sha256(json.dumps(kept).encode("utf-8")).hexdigest()[:16]
 
 
-def _has_docstring(node):
-    first = node.body[0] if node.body else None
-    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+def _tokens(source):
+    """``(kind, text, start, end)`` of each token, as Python 3.11 gives them: from 3.12 on, ``tokenize``
+    splits an f-string into pieces (``FSTRING_START``, ``FSTRING_MIDDLE``, ``{``, ..., ``FSTRING_END``), and
+    these are joined back into the one ``STRING`` token, with its source text, that older Pythons give."""
+    lines = io.StringIO(source).readlines()
+    depth = 0
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        kind = tokenize.tok_name[tok.type]
+        if kind == "FSTRING_START":
+            depth += 1
+            if depth == 1:
+                fstring_start = tok.start
+        elif kind == "FSTRING_END":
+            depth -= 1
+            if depth == 0:
+                yield "STRING", _source_between(lines, fstring_start, tok.end), fstring_start, tok.end
+                fstring_start = None
+        elif depth == 0:
+            yield kind, tok.string, tok.start, tok.end
+
+
+def _docstring_spans(source):
+    """``[(start, end)]`` of the module, class and function docstrings, as ``(line, column)`` positions
+    that count characters, as ``tokenize`` does (``ast`` counts UTF-8 bytes)."""
+    lines = io.StringIO(source).readlines()
+
+    def position(line, byte):
+        return line, len(lines[line - 1].encode("utf-8")[:byte].decode("utf-8"))
+
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docs = [node.body[0] for node in ast.walk(ast.parse(source))
+            if isinstance(node, documented) and ast.get_docstring(node, clean=False) is not None]
+    return [(position(d.lineno, d.col_offset), position(d.end_lineno, d.end_col_offset)) for d in docs]
+
+
+def _source_between(lines, start, end):
+    """The source text between two ``(line, column)`` positions."""
+    (first, begin), (last, stop) = start, end
+    if first == last:
+        return lines[first - 1][begin:stop]
+    return lines[first - 1][begin:] + "".join(lines[first:last - 1]) + lines[last - 1][:stop]
 
 
 def module_path(name, root=ROOT):

@@ -7,8 +7,9 @@
   100, ReLU, dense 10.
 
 Both are built from the same layer names in dlscratch and in PyTorch (the APIs match), and run
-interleaved when PyTorch is importable. Where DeZero 0.0.13 imports, its Keras CNN step (see
-``dezero_models``) runs interleaved too, and the "faster than DeZero" target is judged against it.
+interleaved when PyTorch is importable, PyTorch on dlscratch's device (CUDA on the GPU; see
+``torch_device``). Where DeZero 0.0.13 imports, its Keras CNN step (see ``dezero_models``) runs
+interleaved too, on the CPU, and the "faster than DeZero" target is judged against it in a CPU run.
 """
 
 import numpy
@@ -17,15 +18,15 @@ from .. import backend, nn, optim
 from ..creation import manual_seed
 from ..functions.loss import cross_entropy
 from ..tensor import Tensor
-from . import dezero_models
+from . import dezero_models, torch_device
 from .timing import (
+    cpu_verdict,
     dezero_available,
     format_table,
     measure_interleaved,
     median,
     on_the_fast_path,
     on_the_reference_path,
-    torch_available,
     verdict,
 )
 
@@ -85,21 +86,21 @@ def dlscratch_step(network, batch):
     return step
 
 
-def torch_step(network, batch):
-    """The same step in PyTorch on the CPU."""
+def torch_step(network, batch, pt):
+    """The same step in PyTorch, on ``pt``'s device (a ``TorchDevice``)."""
     import torch
 
     build, opt_name, lr = NETWORKS[network]
-    model = build(torch.nn)
+    model = build(torch.nn).to(pt.device)
     opt = getattr(torch.optim, opt_name)(model.parameters(), lr=lr)
-    x, y = (torch.from_numpy(a) for a in batch_of(batch))
+    x, y = (pt.tensor(a) for a in batch_of(batch))
 
     def step():
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
-    return step
+    return pt.timed(step)
 
 
 def run(repeat=None, quick=False):
@@ -108,16 +109,18 @@ def run(repeat=None, quick=False):
                "article net": QUICK_ARTICLE_BATCH if quick else ARTICLE_BATCH}
     repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
     manual_seed(0)
+    pt = torch_device.choose()
     print(f"cnn: one training step on MNIST-shaped float32 data, device {backend.device()}; "
           f"median of {repeat} interleaved repeats")
+    print(pt.header)
     rows, seconds = [], {}
     for network, batch in batches.items():
         variants = {
             "dlscratch": on_the_fast_path(dlscratch_step(network, batch)),
             REFERENCE_PATH: on_the_reference_path(dlscratch_step(network, batch)),  # what the fast path buys
         }
-        if torch_available():
-            variants["PyTorch CPU"] = torch_step(network, batch)
+        if pt.runs:
+            variants[pt.label] = torch_step(network, batch, pt)
         if network == "Keras CNN" and dezero_available():
             variants[DEZERO] = dezero_models.keras_cnn_step(*batch_of(batch), lr=NETWORKS[network][2])
         times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None,
@@ -125,39 +128,43 @@ def run(repeat=None, quick=False):
         for name, t in times.items():
             seconds[network, name] = median(t)
         for name in variants:
-            ref = seconds.get((network, "PyTorch CPU"))
+            ref = seconds.get((network, pt.label))
             ratio = f"{seconds[network, name] / ref:.2f}" if ref else "-"
             rows.append([network, str(batch), name, f"{seconds[network, name] * 1e3:.2f}", ratio])
     print(format_table(HEADERS, rows))
-    for line in summary(seconds, quick):
+    for line in summary(seconds, quick, pt):
         print(line)
     return HEADERS, rows
 
 
-def summary(seconds, quick):
-    """Verdicts against the project's benchmark targets."""
+def summary(seconds, quick, pt):
+    """Verdicts against the project's benchmark targets; ``pt``: PyTorch's side (a ``TorchDevice``)."""
     if quick:
         return ["quick mode: tiny batches, a smoke test, not a measurement"]
-    lines = [versus_dezero(seconds)]
+    lines = [versus_dezero(seconds, pt.gpu)]
     for network in ("Keras CNN", "article net"):
         if (network, REFERENCE_PATH) in seconds:
             ratio = seconds[network, REFERENCE_PATH] / seconds[network, "dlscratch"]
             lines.append(f"{network}: the reference path takes {ratio:.2f}x the fast path's time "
                          "(what the fast path's tricks buy)")
-    if ("Keras CNN", "PyTorch CPU") in seconds:
-        ratio = seconds["Keras CNN", "dlscratch"] / seconds["Keras CNN", "PyTorch CPU"]
+    if ("Keras CNN", pt.label) in seconds:
+        ratio = seconds["Keras CNN", "dlscratch"] / seconds["Keras CNN", pt.label]
         lines.append(f"Keras CNN step / PyTorch: {ratio:.2f} {verdict(ratio <= TARGET_RATIO, f'<= {TARGET_RATIO:g}')}")
-        ratio = seconds["article net", "dlscratch"] / seconds["article net", "PyTorch CPU"]
+        ratio = seconds["article net", "dlscratch"] / seconds["article net", pt.label]
         lines.append(f"article net step at batch 8 / PyTorch: {ratio:.2f} {verdict(ratio < 1, '< 1')}")
+    elif pt.gpu:
+        lines.append(torch_device.unjudged(pt))
     else:
-        lines.append("PyTorch is not importable here: the PyTorch targets are not judged")
-    lines.append(f"earlier measurement (same machine kind, which may differ from this one): PyTorch ~98 ms, "
-                 f"DeZero 0.0.13 {DEZERO_KERAS_MS:g} ms per Keras CNN SGD step")
+        lines.append(f"{pt.missing}: the PyTorch targets are not judged")
+    if not pt.gpu:
+        lines.append(f"earlier measurement (same machine kind, which may differ from this one): PyTorch ~98 ms, "
+                     f"DeZero 0.0.13 {DEZERO_KERAS_MS:g} ms per Keras CNN SGD step")
     return lines
 
 
-def versus_dezero(seconds):
-    """The Keras CNN step against DeZero's: measured in this run where it was, else the constant measured earlier."""
+def versus_dezero(seconds, gpu):
+    """The Keras CNN step against DeZero's: measured in this run where it was, else the constant measured earlier.
+    DeZero runs on the CPU: ``gpu`` (dlscratch ran on the GPU) gives the figure unjudged."""
     ours = seconds["Keras CNN", "dlscratch"] * 1e3
     if ("Keras CNN", DEZERO) in seconds:
         theirs, source = seconds["Keras CNN", DEZERO] * 1e3, "measured in this run"
@@ -166,4 +173,4 @@ def versus_dezero(seconds):
     speedup = theirs / ours
     versus = f"{speedup:.1f}x faster than" if speedup >= 1 else f"{1 / speedup:.1f}x slower than"
     return (f"Keras CNN step: {ours:.0f} ms, {versus} DeZero 0.0.13's {theirs:.0f} ms, {source} "
-            f"{verdict(speedup >= TARGET_VS_DEZERO, f'>= {TARGET_VS_DEZERO:g}x faster')}")
+            f"{cpu_verdict(speedup >= TARGET_VS_DEZERO, f'>= {TARGET_VS_DEZERO:g}x faster', gpu)}")

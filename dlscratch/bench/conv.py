@@ -4,8 +4,9 @@ The benchmark workload: conv2d 32 -> 64 channels, 3x3, padding 1, on a batch of 
 float32. FLOPs count the three GEMM-equivalents of forward+backward (forward, dW, dx), each
 ``2*N*O*Ho*Wo*C*kh*kw``. The peak is NumPy's (or CuPy's) own matrix product measured in the same
 run, on the convolution's GEMM shape and on a large square one; the best is reported. PyTorch's
-``conv2d`` with autograd runs interleaved where it is importable, and so does DeZero 0.0.13's (the
-from-scratch framework of Saito's *Deep Learning from Scratch 3*; see ``dezero_models``) where it imports.
+``conv2d`` with autograd runs interleaved where it is importable, on dlscratch's device (CUDA on the
+GPU; see ``torch_device``), and so does DeZero 0.0.13's on the CPU (the from-scratch framework of
+Saito's *Deep Learning from Scratch 3*; see ``dezero_models``) where it imports.
 """
 
 import numpy
@@ -15,15 +16,15 @@ from ..creation import manual_seed
 from ..fast.im2col import resolve_method
 from ..functions.conv import conv2d
 from ..tensor import Tensor
-from . import dezero_models
+from . import dezero_models, torch_device
 from .timing import (
+    cpu_verdict,
     dezero_available,
     format_table,
     measure_interleaved,
     median,
     on_the_fast_path,
     on_the_reference_path,
-    torch_available,
     verdict,
 )
 
@@ -89,13 +90,13 @@ def dlscratch_variants(shape, out):
     return variants
 
 
-def torch_variants(shape, out):
-    """PyTorch CPU forward and forward+backward of the same convolution."""
+def torch_variants(shape, out, pt):
+    """PyTorch's forward and forward+backward of the same convolution, on ``pt``'s device (a ``TorchDevice``)."""
     import torch
 
-    x, w, b = (torch.from_numpy(a) for a in inputs(shape, out))
+    x, w, b = (pt.tensor(a) for a in inputs(shape, out))
     xt, wt, bt = (t.clone().requires_grad_(True) for t in (x, w, b))
-    seed = torch.ones((shape[0], out, shape[2], shape[3]))
+    seed = torch.ones((shape[0], out, shape[2], shape[3]), device=pt.device)
 
     def forward():
         with torch.no_grad():
@@ -106,7 +107,7 @@ def torch_variants(shape, out):
             t.grad = None
         torch.nn.functional.conv2d(xt, wt, bt, padding=PADDING).backward(seed)
 
-    return {"PyTorch CPU forward": forward, "PyTorch CPU forward+backward": forward_backward}
+    return {f"{pt.label} forward": pt.timed(forward), f"{pt.label} forward+backward": pt.timed(forward_backward)}
 
 
 def dezero_variants(shape, out):
@@ -121,14 +122,16 @@ def run(repeat=None, quick=False):
     repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
     manual_seed(0)
     default = resolve_method(None, backend.xp.empty(0), "conv")
+    pt = torch_device.choose()
     print(f"conv: conv2d {shape[1]} -> {out}, {KERNEL}x{KERNEL}, padding {PADDING}, input {shape}, float32, "
           f"device {backend.device()}; median of {repeat} interleaved repeats; "
           f"unnamed dlscratch rows use the default im2col method {default!r}")
+    print(pt.header)
     gemms = gemm_variants(shape, out)
     variants = {name: fn for name, (fn, _) in gemms.items()}
     variants.update(dlscratch_variants(shape, out))
-    if torch_available():
-        variants.update(torch_variants(shape, out))
+    if pt.runs:
+        variants.update(torch_variants(shape, out, pt))
     if dezero_available():
         variants.update(dezero_variants(shape, out))
     times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
@@ -141,26 +144,30 @@ def run(repeat=None, quick=False):
     rows = [[name, f"{seconds[name] * 1e3:.4g}", f"{gflops[name]:.3g}", f"{gflops[name] / peak * 100:.1f}"]
             for name in variants]
     print(format_table(HEADERS, rows))
-    for line in summary(seconds, gflops, quick):
+    for line in summary(seconds, gflops, quick, pt):
         print(line)
     return HEADERS, rows
 
 
-def summary(seconds, gflops, quick):
-    """Verdicts against the project's benchmark targets."""
+def summary(seconds, gflops, quick, pt):
+    """Verdicts against the project's benchmark targets; ``pt``: PyTorch's side (a ``TorchDevice``). The
+    GFLOP/s target is a CPU's: a GPU run gives the figure unjudged."""
     if quick:
         return ["quick mode: tiny shapes, a smoke test, not a measurement"]
     ours = gflops["dlscratch forward+backward"]
     lines = [f"dlscratch forward+backward: {ours:.0f} GFLOP/s "
-             f"{verdict(ours >= TARGET_GFLOPS, f'>= {TARGET_GFLOPS:g}')}"]
-    if "PyTorch CPU forward+backward" in seconds:
-        ratio = seconds["dlscratch forward+backward"] / seconds["PyTorch CPU forward+backward"]
+             f"{cpu_verdict(ours >= TARGET_GFLOPS, f'>= {TARGET_GFLOPS:g}', pt.gpu)}"]
+    if f"{pt.label} forward+backward" in seconds:
+        ratio = seconds["dlscratch forward+backward"] / seconds[f"{pt.label} forward+backward"]
         lines.append(f"dlscratch / PyTorch forward+backward time: {ratio:.2f} "
                      f"{verdict(ratio <= TARGET_RATIO, f'<= {TARGET_RATIO:g}')}")
+    elif pt.gpu:
+        lines.append(torch_device.unjudged(pt))
     slow = seconds.get("dlscratch reference path forward+backward")
     if slow:
         ratio = slow / seconds["dlscratch forward+backward"]
         lines.append(f"what the fast path's tricks buy: the reference path takes {ratio:.2f}x the fast path's time")
-    lines.append("earlier measurement (same machine kind, which may differ from this one): "
-                 "PyTorch ~90 ms (~120 GFLOP/s), DeZero 0.0.13 378 ms")
+    if not pt.gpu:
+        lines.append("earlier measurement (same machine kind, which may differ from this one): "
+                     "PyTorch ~90 ms (~120 GFLOP/s), DeZero 0.0.13 378 ms")
     return lines

@@ -2,7 +2,8 @@
 
 DeZero is never a dependency: the suites call these only when ``timing.dezero_available()``. Each
 builder takes the suite's own seeded NumPy data and returns the callable to time; DeZero runs on the
-CPU with NumPy arrays whatever dlscratch's device, like the PyTorch rows.
+CPU with NumPy arrays whatever dlscratch's device (the PyTorch rows follow dlscratch onto the GPU), so
+a GPU run shows its rows but judges no target against them.
 """
 
 import importlib.util

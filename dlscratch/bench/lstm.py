@@ -10,13 +10,15 @@ forward pass, ``output.sum()`` as the loss and its backward. The variants, inter
 - ``dlscratch per-gate loop, peepholes``: the forum's model written with dlscratch's autograd ops,
   eight products per step (four gates times input and recurrent weights) and diagonal peepholes;
   the naive reference that shows what the layer saves.
-- PyTorch's ``nn.LSTM`` where it is importable (on CUDA when dlscratch runs on the GPU), and DeZero
-  0.0.13's per-step ``layers.LSTM`` where it imports (see ``dezero_models``).
+- PyTorch's ``nn.LSTM`` where it is importable, on dlscratch's device (CUDA with cuDNN on the GPU; see
+  ``torch_device``), and DeZero 0.0.13's per-step ``layers.LSTM`` on the CPU where it imports (see
+  ``dezero_models``).
 
 FLOPs count the gate GEMMs only: ``2*T*N*4H*(I+H)`` per forward, three times that for
 forward+backward. The peak is NumPy's (or CuPy's) own matrix product at the LSTM's GEMM shapes and a
 large square one, measured first in the same run; the best is reported. Targets are judged on the
 ratio in each round, as in the mlp suite: met when they hold in at least ``MET_SHARE`` of the rounds.
+On the GPU only the PyTorch targets are judged, and only against PyTorch on CUDA.
 """
 
 import ctypes
@@ -30,7 +32,7 @@ from .. import functional as F
 from ..creation import manual_seed, zeros
 from ..grad_mode import no_grad
 from ..tensor import Tensor
-from . import dezero_models
+from . import dezero_models, torch_device
 from .timing import (
     dezero_available,
     format_table,
@@ -38,7 +40,6 @@ from .timing import (
     median,
     on_the_fast_path,
     on_the_reference_path,
-    torch_available,
     verdict,
 )
 
@@ -151,39 +152,29 @@ def dlscratch_variants(sizes, batch):
     return variants
 
 
-def torch_device():
-    """Where the PyTorch rows run: ``"cuda"`` when dlscratch runs on CuPy and PyTorch sees a GPU, else ``"cpu"``."""
-    import torch
-
-    return "cuda" if backend.name() == "cupy" and torch.cuda.is_available() else "cpu"
+def torch_label(pt):
+    """The PyTorch rows' variant name; ``pt``: PyTorch's side (a ``TorchDevice``)."""
+    return f"{pt.label} nn.LSTM"
 
 
-def torch_label(device):
-    """The PyTorch rows' variant name on ``device``."""
-    return "PyTorch CUDA nn.LSTM (cuDNN)" if device == "cuda" else "PyTorch CPU nn.LSTM"
-
-
-def torch_variants(sizes, batch, device):
-    """``{(variant, pass): callable}`` for ``torch.nn.LSTM`` on ``device``; CUDA calls end synchronized."""
+def torch_variants(sizes, batch, pt):
+    """``{(variant, pass): callable}`` for ``torch.nn.LSTM`` on ``pt``'s device; on CUDA each call ends synchronised."""
     import torch
 
     input_size, hidden_size, _ = sizes
-    model = torch.nn.LSTM(input_size, hidden_size).to(device)
-    x = torch.from_numpy(random_sequence(sizes, batch)).to(device)
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    model = torch.nn.LSTM(input_size, hidden_size).to(pt.device)
+    x = pt.tensor(random_sequence(sizes, batch))
 
     def forward():
         with torch.no_grad():
             model(x)
-        sync()
 
     def forward_backward():
         model.zero_grad()
         model(x)[0].sum().backward()
-        sync()
 
-    label = torch_label(device)
-    return {(label, FORWARD): forward, (label, FORWARD_BACKWARD): forward_backward}
+    label = torch_label(pt)
+    return {(label, FORWARD): pt.timed(forward), (label, FORWARD_BACKWARD): pt.timed(forward_backward)}
 
 
 def dezero_variants(sizes, batch):
@@ -225,18 +216,18 @@ def per_round(times, reference):
     return [t / r for t, r in zip(times, reference)]
 
 
-def rows_for(sizes, batch, repeat, quick, peak):
+def rows_for(sizes, batch, repeat, quick, peak, pt):
     """Table rows for one batch size, every variant's two passes interleaved; and the per-round ratios of
     ``nn.LSTM``'s forward+backward time to each reference that ran: ``{"PyTorch" | "DeZero": [ratio, ...]}``.
+    ``pt``: PyTorch's side (a ``TorchDevice``).
 
     The "x PyTorch" column is the median over the rounds of each row's time over PyTorch's same pass.
     """
     variants = dlscratch_variants(sizes, batch)
     reference = None
-    if torch_available():
-        device = torch_device()
-        reference = torch_label(device)
-        variants.update(torch_variants(sizes, batch, device))
+    if pt.runs:
+        reference = torch_label(pt)
+        variants.update(torch_variants(sizes, batch, pt))
     if dezero_available():
         variants.update(dezero_variants(sizes, batch))
     times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
@@ -263,22 +254,24 @@ def run(repeat=None, quick=False):
     square = QUICK_SQUARE_GEMM if quick else SQUARE_GEMM
     repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
     manual_seed(0)  # repeatable initial weights
+    pt = torch_device.choose()
     input_size, hidden_size, steps = sizes
     print(f"lstm: one LSTM layer, input {input_size}, hidden {hidden_size}, {steps} steps, batch "
           f"{', '.join(map(str, batches))}, float32, device {backend.device()}; forward under no_grad, "
           f"forward+backward with output.sum() as the loss; median of {repeat} interleaved repeats, and of "
           "the ratio in each round")
+    print(pt.header)
     if backend.name() == "numpy":
         for line in blas_lines():
             print(line)
     rows, peak = gemm_rows(sizes, batches, square, repeat, quick)
     ratios = {}
     for batch in batches:
-        batch_rows, batch_ratios = rows_for(sizes, batch, repeat, quick, peak)
+        batch_rows, batch_ratios = rows_for(sizes, batch, repeat, quick, peak, pt)
         rows += batch_rows
         ratios.update({(batch, reference): paired for reference, paired in batch_ratios.items()})
     print(format_table(HEADERS, rows))
-    for line in [reference_line(ratios)] + summary(ratios, quick):
+    for line in [reference_line(ratios)] + summary(ratios, quick, pt):
         print(line)
     library = "NumPy" if backend.name() == "numpy" else "CuPy"
     print(f"GEMM peak: the best of {library}'s own matrix products above, measured in this run ({peak:.0f} GFLOP/s; "
@@ -295,10 +288,11 @@ def reference_line(ratios):
             "(what the fast path's tricks buy)")
 
 
-def summary(ratios, quick):
+def summary(ratios, quick, pt):
     """One line per target. ``ratios``: ``(batch, "PyTorch" | "DeZero")`` -> per round, ``nn.LSTM``'s
-    forward+backward time over the reference's. A target is met when it holds in at least
-    ``MET_SHARE`` of the rounds: on a noisy machine a median a hair below 1 is a tie, not a win."""
+    forward+backward time over the reference's; ``pt``: PyTorch's side (a ``TorchDevice``). A target is
+    met when it holds in at least ``MET_SHARE`` of the rounds: on a noisy machine a median a hair below 1
+    is a tie, not a win. DeZero runs on the CPU: a GPU run does not judge against it."""
     if quick:
         return ["quick mode: tiny sizes, a smoke test, not a measurement"]
     targets = [
@@ -306,11 +300,13 @@ def summary(ratios, quick):
         (128, "PyTorch", PYTORCH_BATCH_128_TARGET, f"within {PYTORCH_BATCH_128_TARGET:g}x of PyTorch"),
         (1, "DeZero", DEZERO_TARGET, f">= {DEZERO_TARGET:g}x faster than DeZero 0.0.13"),
     ]
-    missing = {"PyTorch": "PyTorch is not importable here", "DeZero": "DeZero 0.0.13 does not import here"}
+    missing = {"PyTorch": pt.missing, "DeZero": "DeZero 0.0.13 does not import here"}
+    if pt.gpu:
+        missing["DeZero"] = "DeZero 0.0.13 runs on the CPU, dlscratch on the GPU"
     lines = []
     for batch, reference, bound, target in targets:
         head = f"nn.LSTM forward+backward at batch {batch}"
-        paired = ratios.get((batch, reference))
+        paired = None if reference == "DeZero" and pt.gpu else ratios.get((batch, reference))
         if paired is None:
             lines.append(f"{head} against {reference}: not judged ({missing[reference]})")
             continue

@@ -3,8 +3,8 @@
 One step is what a training loop does per batch: ``zero_grad``, forward, cross-entropy, backward and
 an SGD-with-momentum update. Two MLPs with ReLU, 784-1000-10 and 784-256-256-10, run at batch 1, 8,
 128 and 1024 on random MNIST-shaped data. Where PyTorch is importable the same step runs in PyTorch
-on the CPU, interleaved with ours, and the ratio column is the median over the rounds of dlscratch's
-time over PyTorch's in the same round.
+on dlscratch's device (CUDA on the GPU; see ``torch_device``), interleaved with ours, and the ratio
+column is the median over the rounds of dlscratch's time over PyTorch's in the same round.
 
 Small batches measure each framework's fixed cost per step (Python, the graph, the optimizer
 loop); large ones measure GEMM throughput, which both get from a BLAS library. A second table cuts
@@ -17,6 +17,7 @@ from .. import backend, nn, optim
 from ..creation import manual_seed
 from ..functions.loss import cross_entropy
 from ..tensor import Tensor
+from . import torch_device
 from .phases import measure_phases, median_phases
 from .timing import (
     format_table,
@@ -24,7 +25,6 @@ from .timing import (
     median,
     on_the_fast_path,
     on_the_reference_path,
-    torch_available,
     verdict,
 )
 
@@ -86,26 +86,27 @@ def _dlscratch_setup(sizes, batch):
     return model, opt, Tensor(backend.xp.asarray(x)), Tensor(backend.xp.asarray(y))
 
 
-def torch_step(sizes, batch):
-    """The same step in PyTorch on the CPU."""
+def torch_step(sizes, batch, pt):
+    """The same step in PyTorch, on ``pt``'s device (a ``TorchDevice``)."""
     import torch
 
-    model, opt, x, y = _torch_setup(sizes, batch)
+    model, opt, x, y = _torch_setup(sizes, batch, pt)
 
     def step():
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
-    return step
+    return pt.timed(step)
 
 
-def torch_phases(sizes, batch):
-    """PyTorch's step cut into ``PHASES``."""
+def torch_phases(sizes, batch, pt):
+    """PyTorch's step cut into ``PHASES``, each phase timed as ``pt`` says (on CUDA, ending synchronised)."""
     import torch
 
-    model, opt, x, y = _torch_setup(sizes, batch)
-    return _cut_into_phases(opt.zero_grad, lambda: torch.nn.functional.cross_entropy(model(x), y), opt.step)
+    model, opt, x, y = _torch_setup(sizes, batch, pt)
+    phases = _cut_into_phases(opt.zero_grad, lambda: torch.nn.functional.cross_entropy(model(x), y), opt.step)
+    return [pt.timed(phase) for phase in phases]
 
 
 def _cut_into_phases(zero_grad, compute_loss, step):
@@ -121,33 +122,33 @@ def _cut_into_phases(zero_grad, compute_loss, step):
     return [zero_grad, forward, backward, step]
 
 
-def _torch_setup(sizes, batch):
+def _torch_setup(sizes, batch, pt):
     import torch
 
     layers = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
         layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1])
+    model = torch.nn.Sequential(*layers[:-1]).to(pt.device)
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    x, y = (torch.from_numpy(a) for a in random_batch(sizes, batch))
+    x, y = (pt.tensor(a) for a in random_batch(sizes, batch))
     return model, opt, x, y
 
 
-def rows_for(sizes, batch, repeat, quick):
+def rows_for(sizes, batch, repeat, quick, pt):
     """Table rows for one model and batch (dlscratch on the fast path, on the reference path, then
-    PyTorch when importable); returns ``(rows, paired, reference_ratio)``: the ratio of dlscratch's
-    time to PyTorch's in each round (None without PyTorch), and the median over the rounds of the
-    reference path's time over the fast path's."""
+    PyTorch where ``pt``, a ``TorchDevice``, runs); returns ``(rows, paired, reference_ratio)``: the
+    ratio of dlscratch's time to PyTorch's in each round (None without PyTorch rows), and the median
+    over the rounds of the reference path's time over the fast path's."""
     variants = {
         "dlscratch": on_the_fast_path(dlscratch_step(sizes, batch)),
         REFERENCE_PATH: on_the_reference_path(dlscratch_step(sizes, batch)),  # what the fast path buys
     }
-    if torch_available():
-        variants["PyTorch CPU"] = torch_step(sizes, batch)
+    if pt.runs:
+        variants[pt.label] = torch_step(sizes, batch, pt)
     times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
     per_round = {}
-    if "PyTorch CPU" in times:
-        torch_times = times["PyTorch CPU"]
+    if pt.label in times:
+        torch_times = times[pt.label]
         per_round = {name: [ours / theirs for ours, theirs in zip(t, torch_times)] for name, t in times.items()}
     model = "-".join(map(str, sizes))
     rows = []
@@ -174,36 +175,38 @@ def run(repeat=None, quick=False):
     models, batches = (QUICK_MODELS, QUICK_BATCHES) if quick else (MODELS, BATCHES)
     repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
     manual_seed(0)  # repeatable initial weights
+    pt = torch_device.choose()
     print(
         f"mlp: one training step (zero_grad, forward, cross-entropy, backward, SGD momentum {MOMENTUM}) on "
         f"float32 data, device {backend.device()}; median of {repeat} interleaved repeats, and of the "
         "ratio in each round"
     )
+    print(pt.header)
     rows, ratios, reference_ratios = [], {}, {}
     for sizes in models:
         for batch in batches:
-            case_rows, paired, reference_ratio = rows_for(sizes, batch, repeat, quick)
+            case_rows, paired, reference_ratio = rows_for(sizes, batch, repeat, quick, pt)
             rows += case_rows
             if paired is not None:
                 ratios["-".join(map(str, sizes)), batch] = paired
             reference_ratios["-".join(map(str, sizes)), batch] = reference_ratio
     print(format_table(HEADERS, rows))
-    for line in reference_lines(reference_ratios) + summary(ratios, quick):
+    for line in reference_lines(reference_ratios) + summary(ratios, quick, pt):
         print(line)
     sizes, batch = (QUICK_MODELS[0], 1) if quick else (PHASE_MODEL, PHASE_BATCH)
     print(f"\nwhere one step's time goes, {'-'.join(map(str, sizes))} at batch {batch} (median of {repeat} bursts):")
-    print(format_table(PHASE_HEADERS, phase_rows(sizes, batch, repeat, quick)))
+    print(format_table(PHASE_HEADERS, phase_rows(sizes, batch, repeat, quick, pt)))
     return HEADERS, rows
 
 
-def phase_rows(sizes, batch, repeat, quick):
+def phase_rows(sizes, batch, repeat, quick, pt):
     """One row per phase of the step, then the whole step: microseconds in each framework, and the ratio."""
     variants = {"dlscratch": dlscratch_phases(sizes, batch)}
-    if torch_available():
-        variants["PyTorch CPU"] = torch_phases(sizes, batch)
+    if pt.runs:
+        variants[pt.label] = torch_phases(sizes, batch, pt)
     figures = measure_phases(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
     medians = median_phases(figures)
-    ours, theirs = medians["dlscratch"], medians.get("PyTorch CPU")
+    ours, theirs = medians["dlscratch"], medians.get(pt.label)
     rows = []
     for i, phase in enumerate(PHASES + ["whole step"]):
         mine = ours[i] if i < len(PHASES) else sum(ours)
@@ -215,14 +218,15 @@ def phase_rows(sizes, batch, repeat, quick):
     return rows
 
 
-def summary(ratios, quick):
+def summary(ratios, quick, pt):
     """One line per target, or why none can be judged. ``ratios``: (model, batch) -> dlscratch's time
-    over PyTorch's in each round. A target is met when it holds in at least ``MET_SHARE`` of the
-    rounds: on a noisy machine a median a hair below 1 is a tie, not a win."""
+    over PyTorch's in each round; ``pt``: PyTorch's side (a ``TorchDevice``). A target is met when it
+    holds in at least ``MET_SHARE`` of the rounds: on a noisy machine a median a hair below 1 is a tie,
+    not a win."""
     if quick:
         return ["quick mode: tiny models, a smoke test, not a measurement"]
     if not ratios:
-        return ["PyTorch is not importable here: no reference rows, targets not judged"]
+        return [torch_device.unjudged(pt) if pt.gpu else f"{pt.missing}: no reference rows, targets not judged"]
     lines = []
     for (model, batch), paired in ratios.items():
         if batch in (1, 8):

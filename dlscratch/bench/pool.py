@@ -1,6 +1,7 @@
 """Suite "pool": 2x2 max pooling (forward, and forward+backward with each backward variant) and
-average pooling, on the benchmark workload: (128, 32, 28, 28) float32. PyTorch rows where importable;
-a DeZero 0.0.13 max-pool forward+backward row (the from-scratch reference, see ``dezero_models``) where it imports.
+average pooling, on the benchmark workload: (128, 32, 28, 28) float32. PyTorch rows where importable, on
+dlscratch's device (CUDA on the GPU; see ``torch_device``); a DeZero 0.0.13 max-pool forward+backward row
+on the CPU (the from-scratch reference, see ``dezero_models``) where it imports.
 
 The max-pool backward variants are those of ``F.max_pool2d(..., backward=...)`` (see
 ``dlscratch/fast/pooling.py``): "argmax_scatter" is the Qiita article's slow original, "mask" its
@@ -13,7 +14,7 @@ from .. import backend
 from ..fast.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS
 from ..functions.pooling import avg_pool2d, max_pool2d
 from ..tensor import Tensor
-from . import dezero_models
+from . import dezero_models, torch_device
 from .timing import (
     dezero_available,
     format_table,
@@ -21,7 +22,6 @@ from .timing import (
     median,
     on_the_fast_path,
     on_the_reference_path,
-    torch_available,
     verdict,
 )
 
@@ -61,13 +61,13 @@ def dlscratch_variants(x):
     return variants
 
 
-def torch_variants(x):
-    """The same in PyTorch on the CPU."""
+def torch_variants(x, pt):
+    """The same in PyTorch, on ``pt``'s device (a ``TorchDevice``)."""
     import torch
 
-    data = torch.from_numpy(backend.to_cpu(x))
+    data = pt.tensor(backend.to_cpu(x))
     xt = data.clone().requires_grad_(True)
-    seed = torch.ones((x.shape[0], x.shape[1], x.shape[2] // 2, x.shape[3] // 2))
+    seed = torch.ones((x.shape[0], x.shape[1], x.shape[2] // 2, x.shape[3] // 2), device=pt.device)
 
     def forward():
         with torch.no_grad():
@@ -78,17 +78,17 @@ def torch_variants(x):
         pool(xt, 2).backward(seed)
 
     return {
-        "PyTorch CPU max forward": forward,
-        "PyTorch CPU max forward+backward": lambda: forward_backward(torch.nn.functional.max_pool2d),
-        "PyTorch CPU avg forward+backward": lambda: forward_backward(torch.nn.functional.avg_pool2d),
+        f"{pt.label} max forward": pt.timed(forward),
+        f"{pt.label} max forward+backward": pt.timed(lambda: forward_backward(torch.nn.functional.max_pool2d)),
+        f"{pt.label} avg forward+backward": pt.timed(lambda: forward_backward(torch.nn.functional.avg_pool2d)),
     }
 
 
-def reference_of(name):
-    """The PyTorch row a dlscratch row is compared with."""
+def reference_of(name, pt):
+    """The PyTorch row a dlscratch row is compared with; ``pt``: PyTorch's side (a ``TorchDevice``)."""
     if "avg" in name:
-        return "PyTorch CPU avg forward+backward"
-    return "PyTorch CPU max forward+backward" if "backward" in name else "PyTorch CPU max forward"
+        return f"{pt.label} avg forward+backward"
+    return f"{pt.label} max forward+backward" if "backward" in name else f"{pt.label} max forward"
 
 
 def run(repeat=None, quick=False):
@@ -96,38 +96,43 @@ def run(repeat=None, quick=False):
     shape = QUICK_SHAPE if quick else SHAPE
     repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
     x = backend.xp.asarray(numpy.random.default_rng(0).standard_normal(shape, dtype=numpy.float32))
+    pt = torch_device.choose()
     print(f"pool: 2x2 pooling, stride 2, on {shape} float32, device {backend.device()}; "
           f"median of {repeat} interleaved repeats")
+    print(pt.header)
     variants = dlscratch_variants(x)
-    if torch_available():
-        variants.update(torch_variants(x))
+    if pt.runs:
+        variants.update(torch_variants(x, pt))
     if dezero_available():
         variants["DeZero 0.0.13 CPU max forward+backward"] = dezero_models.max_pool_forward_backward(backend.to_cpu(x))
     times = measure_interleaved(variants, repeat=repeat, number=1 if quick else None, pause=0 if quick else 0.2)
     seconds = {name: median(t) for name, t in times.items()}
     rows = []
     for name, s in seconds.items():
-        ref = reference_of(name)
+        ref = reference_of(name, pt)
         ratio = f"{s / seconds[ref]:.2f}" if ref in seconds and not name.startswith("PyTorch") else "-"
         rows.append([name, f"{s * 1e3:.3f}", ratio])
     print(format_table(HEADERS, rows))
-    for line in summary(seconds, quick):
+    for line in summary(seconds, quick, pt):
         print(line)
     return HEADERS, rows
 
 
-def summary(seconds, quick):
-    """The verdict for the default max-pool forward+backward."""
+def summary(seconds, quick, pt):
+    """The verdict for the default max-pool forward+backward; ``pt``: PyTorch's side (a ``TorchDevice``)."""
     if quick:
         return ["quick mode: tiny shapes, a smoke test, not a measurement"]
     lines = []
     default = f"dlscratch max forward+backward, {DEFAULT_MAX_POOL_BACKWARD} (default)"
-    if "PyTorch CPU max forward+backward" in seconds:
-        ratio = seconds[default] / seconds["PyTorch CPU max forward+backward"]
+    if f"{pt.label} max forward+backward" in seconds:
+        ratio = seconds[default] / seconds[f"{pt.label} max forward+backward"]
         lines.append(f"default max pool forward+backward / PyTorch: {ratio:.2f} "
                      f"{verdict(ratio <= TARGET_RATIO, f'<= {TARGET_RATIO:g}')}")
+    elif pt.gpu:
+        lines.append(torch_device.unjudged(pt))
     else:
-        lines.append("PyTorch is not importable here: target not judged")
-    lines.append("earlier measurement (same machine kind, which may differ from this one): "
-                 "PyTorch ~10 ms, DeZero 0.0.13 67 ms")
+        lines.append(f"{pt.missing}: target not judged")
+    if not pt.gpu:
+        lines.append("earlier measurement (same machine kind, which may differ from this one): "
+                     "PyTorch ~10 ms, DeZero 0.0.13 67 ms")
     return lines

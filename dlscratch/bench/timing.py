@@ -148,6 +148,11 @@ def verdict(met, target):
     return f"(target {target}: {'met' if met else 'NOT met'})"
 
 
+def cpu_verdict(met, target, gpu):
+    """``verdict(met, target)`` of a target set for a CPU; in a GPU run (``gpu``), the words that it is not judged."""
+    return f"(target {target}, set for a CPU: not judged on the GPU)" if gpu else verdict(met, target)
+
+
 def on_the_fast_path(fn):
     """``fn`` run on the fast path (the default), whatever path the caller is on."""
 

@@ -20,7 +20,7 @@ from ..function import Function
 from ..functions.dropout import apply_dropout
 from ..functions.dropout import dropout as reference_dropout
 from ..paths import fast_version_of
-from .layout import in_layout_of, memory_order
+from .layout import in_layout_of, memory_order, multiply_in_layout
 
 
 class Dropout(Function):
@@ -42,12 +42,12 @@ class Dropout(Function):
         mask = xp.greater_equal(uniform, self.p, out=uniform.astype(x.dtype, copy=False))  # 0/1 in place
         mask /= 1 - self.p  # as the reference computes it: the same numbers
         self.mask = mask.transpose([order.index(axis) for axis in range(x.ndim)])
-        return x * self.mask
+        return multiply_in_layout(x, self.mask, self.mask)
 
     def backward(self, gy):
         # gy often comes C-ordered from Flatten's backward: one transposing copy into the mask's
         # layout, then a contiguous product, is faster than a mixed-layout product
-        return in_layout_of(gy, self.mask) * self.mask
+        return multiply_in_layout(in_layout_of(gy, self.mask), self.mask, self.mask)
 
 
 @fast_version_of(reference_dropout)

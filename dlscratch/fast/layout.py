@@ -88,6 +88,13 @@ def new_array(shape, like, dtype, fill=None):
     return a.transpose(tuple(order.index(axis) for axis in range(a.ndim)))
 
 
+def multiply_in_layout(a, b, like):
+    """``a * b`` written into an array laid out like ``like``. NumPy's product keeps its operands' common
+    layout by itself; CuPy writes every new array C-contiguous, so its product needs the ``out``."""
+    xp = backend.get_array_module(a, b)
+    return xp.multiply(a, b, out=new_array(a.shape, like, xp.result_type(a, b)))
+
+
 def in_layout_of(a, like):
     """``a``, or a copy of it laid out like ``like`` when their axis orders in memory differ."""
     if memory_order(a) == memory_order(like):
