@@ -600,6 +600,17 @@ class TestSuiteContract:
         ]
 
 
+def run_with_made_up_times(name, monkeypatch):
+    """Suite ``name``'s rows in quick mode, without DeZero, each variant given a made-up millisecond (the stand-in
+    computes slowly, and these tests are about which rows there are and what is said of them)."""
+    module = CONTRACT[name][0]
+    monkeypatch.setattr(timing, "dezero_available", lambda: False)
+    if name in DEZERO_ROWS:
+        monkeypatch.setattr(module, "dezero_available", lambda: False)
+    monkeypatch.setattr(module, "measure_interleaved", lambda variants, **kwargs: {v: [1e-3] for v in variants})
+    return module.run(quick=True)[1]
+
+
 class TestTorchDevice:
     """Where the PyTorch rows run: on the CPU beside dlscratch on the CPU, on CUDA (synchronised) beside
     dlscratch on the GPU, and nowhere when dlscratch runs on the GPU and PyTorch has no CUDA: then nothing is
@@ -676,12 +687,7 @@ class TestTorchDevice:
     def test_a_gpu_run_without_cuda_in_pytorch_has_no_pytorch_rows(self, name, stand_in, torch_without_cuda,
                                                                    monkeypatch, capsys):
         module, headers, _, ratio_col = CONTRACT[name]
-        monkeypatch.setattr(timing, "dezero_available", lambda: False)
-        if name in DEZERO_ROWS:
-            monkeypatch.setattr(module, "dezero_available", lambda: False)
-        # the rows the suite builds, each given a made-up millisecond: the stand-in computes slowly
-        monkeypatch.setattr(module, "measure_interleaved", lambda variants, **kwargs: {v: [1e-3] for v in variants})
-        _, rows = module.run(quick=True)
+        rows = run_with_made_up_times(name, monkeypatch)
         assert not any("PyTorch" in " ".join(row) for row in rows)
         assert ratio_col is None or all(row[ratio_col] == "-" for row in rows)
         out = capsys.readouterr().out
@@ -733,11 +739,7 @@ class TestTorchDevice:
     def test_a_cpu_run_compares_with_pytorch_on_the_cpu_as_before(self, name, monkeypatch, capsys):
         torch = pytest.importorskip("torch")
         module, headers, _, ratio_col = CONTRACT[name]
-        monkeypatch.setattr(timing, "dezero_available", lambda: False)
-        if name in DEZERO_ROWS:
-            monkeypatch.setattr(module, "dezero_available", lambda: False)
-        monkeypatch.setattr(module, "measure_interleaved", lambda variants, **kwargs: {v: [1e-3] for v in variants})
-        _, rows = module.run(quick=True)
+        rows = run_with_made_up_times(name, monkeypatch)
         torch_rows = [" ".join(row) for row in rows if "PyTorch" in " ".join(row)]
         assert torch_rows and all("PyTorch CPU" in row for row in torch_rows)
         if ratio_col is not None:  # every dlscratch row is compared: all take the same made-up time here

@@ -91,20 +91,14 @@ def _static_problem(namespace, name, call):
     return None
 
 
-def test_every_array_module_call_in_the_library_is_one_cupy_takes():
-    calls = array_module_calls()
-    assert len(calls) > 150, f"only {len(calls)} array-module calls found: the search has gone blind"
-    problems = [f"{path}:{line}: {problem}" for path, line, namespace, name, call in calls
+@pytest.mark.parametrize("where, find, at_least", [("the library", array_module_calls, 150),
+                                                    ("the lessons", lesson_array_module_calls, 200)])
+def test_every_array_module_call_is_one_cupy_takes(where, find, at_least):
+    calls = find()
+    assert len(calls) > at_least, f"only {len(calls)} array-module calls found in {where}: the search has gone blind"
+    problems = [f"{place} line {line}: {problem}" for place, line, namespace, name, call in calls
                 if (problem := _static_problem(namespace, name, call))]
-    assert not problems, "calls that CuPy refuses:\n" + "\n".join(problems)
-
-
-def test_every_array_module_call_in_the_lessons_is_one_cupy_takes():
-    calls = lesson_array_module_calls()
-    assert len(calls) > 20, f"only {len(calls)} array-module calls found in the lessons: the search has gone blind"
-    problems = [f"{where} line {line}: {problem}" for where, line, namespace, name, call in calls
-                if (problem := _static_problem(namespace, name, call))]
-    assert not problems, "calls that CuPy refuses:\n" + "\n".join(problems)
+    assert not problems, f"calls in {where} that CuPy refuses:\n" + "\n".join(problems)
 
 
 def test_the_static_check_finds_the_calls_cupy_refused_on_a_real_gpu():
