@@ -322,3 +322,11 @@ def test_repository_key_is_read_without_tomllib():
 def test_non_github_url_is_refused_with_a_reason():
     with pytest.raises(SystemExit, match="github.com/<owner>/<repo>"):
         sync.colab_base("https://gitlab.com/o/r")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_quick_mode_is_on_only_for_dlscratch_quick_1(path):
+    # The README's full-mode command sets DLSCRATCH_QUICK=0: a lesson must read that as the full mode.
+    text = "".join("".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"])
+    reads = re.findall(r"^.*DLSCRATCH_QUICK.*$", text, flags=re.M)
+    assert all('os.environ.get("DLSCRATCH_QUICK") == "1"' in line for line in reads), reads
