@@ -19,6 +19,7 @@ The environment variable ``DLSCRATCH_DEVICE`` (``cpu``, ``gpu`` or ``auto``, or 
 dlscratch starts on the CPU, as PyTorch does.
 """
 
+import contextlib
 import os
 import platform
 import sys
@@ -198,6 +199,23 @@ def synchronize():
     """Wait until all queued GPU work is done. Every GPU timing must end with this."""
     if cupy is not None and _gpu_status is not None and _gpu_status[0]:
         cupy.cuda.get_current_stream().synchronize()
+
+
+@contextlib.contextmanager
+def blas_threads(count):
+    """Run NumPy's matrix products (BLAS) on at most ``count`` threads inside the ``with`` block.
+
+    BLAS splits a large product over every core, and each product waits for its slowest part: on a
+    machine that other programs share (Colab's CPUs, a laptop), that part is slow whenever a core is
+    taken, while one-thread work is not. Timing BLAS-heavy work against one-thread work on one thread
+    each compares them in the same conditions. The GPU's products (cuBLAS) are not affected.
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"blas_threads: count must be a whole number >= 1, got {count!r}")
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=count, user_api="blas"):
+        yield
 
 
 def scatter_add(a, indices, values):

@@ -9,6 +9,7 @@ import types
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from dlscratch import backend as B
 
@@ -205,3 +206,24 @@ def test_no_driver_numpy_code_still_runs(cupy_without_driver):
     assert B.get_array_module(np.ones(2)) is np
     assert B.synchronize() is None
     assert B.describe().startswith("backend: numpy ")
+
+
+def _blas_thread_counts():
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_blas_threads_limits_numpys_blas_inside_the_block_and_restores_it():
+    before = _blas_thread_counts()
+    assert before, "NumPy's BLAS should be visible to threadpoolctl"
+    with B.blas_threads(1):
+        assert _blas_thread_counts() == [1] * len(before)
+        a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+        np.testing.assert_allclose(a @ a.T, (a.astype(np.float64) @ a.T.astype(np.float64)), rtol=1e-5)
+    assert _blas_thread_counts() == before
+
+
+@pytest.mark.parametrize("count", [0, -1, 1.5, "1", True, None])
+def test_blas_threads_refuses_a_count_that_is_not_a_whole_number_of_at_least_one(count):
+    with pytest.raises(ValueError, match="blas_threads: count must be a whole number >= 1"):
+        with B.blas_threads(count):
+            pass
