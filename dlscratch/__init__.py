@@ -13,7 +13,21 @@ as ``torch.nn`` is after ``import torch``.
 
 from . import backend, functional, memory, training
 from .checkpoint import load, save
-from .creation import arange, generator, manual_seed, ones, ones_like, rand, randint, randn, tensor, zeros, zeros_like
+from .creation import (
+    arange,
+    as_tensor,
+    from_numpy,
+    generator,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from .function import Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
@@ -35,8 +49,8 @@ from . import (  # noqa: E402
 from .paths import fast_path_enabled, reference  # noqa: E402
 
 __all__ = [
-    "Function", "GradcheckError", "GradcheckReport", "Tensor", "arange", "backend", "data", "enable_grad",
-    "fast_path_enabled", "reference",
+    "Function", "GradcheckError", "GradcheckReport", "Tensor", "arange", "as_tensor", "backend", "data", "enable_grad",
+    "fast_path_enabled", "from_numpy", "reference",
     "float32", "float64", "functional", "generator", "gradcheck", "int64", "is_grad_enabled", "load", "manual_seed",
     "memory", "nn", "no_grad", "ones", "ones_like", "rand", "randint", "randn", "save", "optim", "set_grad_enabled",
     "tensor", "training", "zeros", "zeros_like",

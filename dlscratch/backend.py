@@ -273,7 +273,13 @@ def _from_environment():
     if choice not in _NAMES:
         accepted = ", ".join(repr(n) for n in _NAMES)
         raise ValueError(f"DLSCRATCH_DEVICE={choice!r} is not one of {accepted}; unset it or pick one of these")
-    use(choice)
+    try:
+        use(choice)
+    except RuntimeError as exc:
+        raise RuntimeError(
+            f"DLSCRATCH_DEVICE={choice!r} asks for the GPU, but there is no usable GPU: {gpu_unavailable_reason()}. "
+            "Set DLSCRATCH_DEVICE=cpu (or auto, which falls back to the CPU), or unset it"
+        ) from exc
 
 
 _from_environment()

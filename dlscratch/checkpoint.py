@@ -19,6 +19,7 @@ import re
 import tokenize
 import uuid
 import zipfile
+from pathlib import Path
 
 import numpy
 
@@ -42,10 +43,11 @@ def save(obj, path):
     obj: nested dicts (str or int keys), lists and tuples of Tensors, NumPy or CuPy arrays, NumPy
     scalars, Python numbers, strings, booleans and None (state dicts, and dicts holding them).
     """
+    path = _destination(path)
     arrays = {}
-    root = _encode(obj, arrays, "obj")
+    root = _encode(obj, arrays, "obj", {})
     arrays[MANIFEST] = numpy.array(json.dumps({"format": FORMAT, "version": VERSION, "root": root}))
-    _write_atomically(os.fspath(path), arrays)
+    _write_atomically(path, arrays)
 
 
 def load(path, device=None):
@@ -60,8 +62,31 @@ def load(path, device=None):
         raise CheckpointError(f"load: {path} has a damaged manifest ({type(exc).__name__}: {exc})") from exc
 
 
-def _encode(obj, arrays, where):
+def _destination(path):
+    """The real path that ``save`` writes, or a clear error when it cannot be a checkpoint file.
+
+    A symbolic link is followed, as ``open()`` would: the file it points to is replaced, the link stays."""
+    path = os.fspath(path)
+    if not path:
+        raise ValueError("save: the path is empty (''); give a file name such as 'model.npz'")
+    real = os.path.realpath(path)
+    folder = os.path.dirname(real)
+    if os.path.isdir(real):
+        raise IsADirectoryError(f"save: {path} is a folder; give a file path inside it, such as "
+                                f"{os.path.join(path, 'model.npz')}")
+    if not os.path.isdir(folder):
+        existing = next(p for p in (Path(folder), *Path(folder).parents) if p.exists())
+        if not existing.is_dir():
+            raise NotADirectoryError(f"save: cannot write {path}: {existing} is a file, not a folder")
+        raise FileNotFoundError(f"save: the folder {folder} does not exist; create it first (os.makedirs)")
+    return real
+
+
+def _encode(obj, arrays, where, inside):
     """The manifest node of ``obj``, adding its arrays to ``arrays``; ``where`` names the place for errors.
+
+    inside: ``id -> where`` of the dicts, lists and tuples that hold ``obj``, to refuse an object
+    that holds itself (which would never end).
 
     Nodes: a JSON value for None, bools, ints, floats and strings; ``{"dict": [[key, node], ...]}``,
     ``{"list": [...]}``, ``{"tuple": [...]}``; ``{"array": name}``; ``{"scalar": name}`` for NumPy scalars.
@@ -74,12 +99,17 @@ def _encode(obj, arrays, where):
         return obj
     if isinstance(obj, numpy.ndarray) or backend.is_gpu_array(obj):
         return {"array": _add_array(backend.to_cpu(obj), arrays, where)}
+    if isinstance(obj, (dict, list, tuple)):
+        if id(obj) in inside:
+            raise ValueError(f"save: the object refers to itself (a {type(obj).__name__} inside itself at {where}, "
+                             f"which is {inside[id(obj)]} again); a checkpoint holds a tree: break the cycle")
+        inside = {**inside, id(obj): where}
     if isinstance(obj, dict):
-        return {"dict": [[_check_key(key, where), _encode(value, arrays, f"{where}[{key!r}]")]
+        return {"dict": [[_check_key(key, where), _encode(value, arrays, f"{where}[{key!r}]", inside)]
                          for key, value in obj.items()]}
     if isinstance(obj, (list, tuple)):
         kind = "tuple" if isinstance(obj, tuple) else "list"
-        return {kind: [_encode(value, arrays, f"{where}[{i}]") for i, value in enumerate(obj)]}
+        return {kind: [_encode(value, arrays, f"{where}[{i}]", inside) for i, value in enumerate(obj)]}
     raise TypeError(
         f"save: cannot store a {type(obj).__name__} at {where}; a checkpoint holds dicts, lists and tuples of "
         "Tensors, NumPy or CuPy arrays, numbers, strings, booleans and None (save a model's state_dict(), "
@@ -121,14 +151,12 @@ def _decode(node, arrays, move):
 def _write_atomically(path, arrays):
     """``numpy.savez`` into a temporary file beside ``path``, then ``os.replace`` it onto ``path``.
 
-    A symbolic link is followed, as ``open()`` would: the file it points to is replaced, the link
-    stays. Temporaries that an earlier, killed save of the same file left behind are removed first."""
-    path = os.path.realpath(path)
+    The temporary's name holds this process's id and a random part (``.model.npz.<pid>.<hex>.tmp``),
+    so saves of one path by several processes or threads never touch each other's file. Temporaries
+    that a killed save of the same file left behind (their process is gone) are removed first."""
     folder, name = os.path.split(path)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"save: the folder {folder} does not exist; create it first (os.makedirs)")
     _remove_stale_temporaries(folder, name)
-    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:8]}.tmp")
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(temporary, "xb") as f:
             numpy.savez(f, allow_pickle=False, **arrays)
@@ -142,11 +170,26 @@ def _write_atomically(path, arrays):
 
 
 def _remove_stale_temporaries(folder, name):
-    stale = re.compile(rf"\.{re.escape(name)}\.[0-9a-f]{{8}}\.tmp")
+    """Remove the temporaries of ``name`` whose saving process no longer runs on this machine."""
+    temporary = re.compile(rf"\.{re.escape(name)}\.(?:(\d+)\.)?[0-9a-f]{{8}}\.tmp")
     for entry in os.listdir(folder):
-        if stale.fullmatch(entry):
+        match = temporary.fullmatch(entry)
+        if match and not (match[1] and _process_exists(int(match[1]))):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(folder, entry))
+
+
+def _process_exists(pid):
+    """True when process ``pid`` runs (or may run: on Windows, and for another user's process)."""
+    if os.name != "posix":
+        return True  # Windows' os.kill would end the process
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 def _read(path):

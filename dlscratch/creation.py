@@ -1,10 +1,14 @@
 """Making tensors: ``tensor``, ``zeros``, ``ones``, ``randn``... on the current backend, and
-``manual_seed`` for the random ones. Floating-point results are float32 unless asked otherwise."""
+``manual_seed`` for the random ones. Floating-point results are float32 unless asked otherwise.
+
+Copy or share, as in PyTorch: ``tensor(data)`` always copies, so the tensor and the caller's array
+never change each other; ``from_numpy(array)`` and ``as_tensor(data)`` share the array's memory
+(``as_tensor`` where the dtype and device allow), so a write through either shows in both."""
 
 import numpy
 
 from . import backend
-from .tensor import DEFAULT_FLOAT, Tensor
+from .tensor import DEFAULT_FLOAT, Tensor, _to_array
 
 _generators = {}  # one random generator per array module, all seeded by manual_seed
 _seed = [None]
@@ -46,8 +50,32 @@ def _shape(shape):
 
 
 def tensor(data, requires_grad=False, dtype=None, device=None):
-    """A tensor from a list, number or array (PyTorch's ``torch.tensor``)."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype, device=device)
+    """A tensor from a number, a (nested) list, an array or a tensor, with memory of its own:
+    ``data`` is always copied, as by ``torch.tensor``. To share an array's memory, use
+    ``from_numpy`` or ``as_tensor``. A float64 array becomes float32 unless ``dtype`` says otherwise."""
+    t = Tensor._make(_to_array(data, dtype, device, copy=True), False)
+    t.requires_grad = requires_grad  # refuses integer and complex tensors
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor without a copy where none is needed (PyTorch's ``torch.as_tensor``): an
+    array already of the resulting dtype and on ``device`` is shared, so a write through either
+    shows in both; anything else is converted (a copy). Dtypes as for ``tensor``: a float64 array
+    becomes float32 (a copy) unless ``dtype=float64``. A tensor is returned as it is, or moved and
+    cast in the graph."""
+    if isinstance(data, Tensor):
+        data = data if device is None else data.to(device)
+        return data if dtype is None else data.astype(dtype)
+    return Tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array):
+    """A CPU tensor sharing the memory and the dtype (float64 included) of the NumPy ``array``
+    (PyTorch's ``torch.from_numpy``): a write through either shows in both."""
+    if not isinstance(array, numpy.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    return Tensor(array, dtype=array.dtype, device="cpu")
 
 
 def zeros(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):

@@ -37,7 +37,7 @@ import weakref
 
 from . import backend, dtypes
 from .grad_mode import _state
-from .tensor import Tensor, as_tensor
+from .tensor import Tensor, as_constant
 from .versions import clock, counter_of, record_outputs
 
 _data = operator.attrgetter("_data")  # the array, without the ``data`` property's call
@@ -63,7 +63,7 @@ class Function:
     @property
     def needs_input_grad(self):
         """One bool per input: whether backward must compute its gradient (PyTorch's name)."""
-        return tuple(x.requires_grad for x in self.inputs)
+        return tuple(x._requires_grad for x in self.inputs)
 
     def __call__(self, *inputs):
         if self.seq != -1:  # forward would overwrite what the recorded call saved for its backward
@@ -74,7 +74,7 @@ class Function:
             )
         for x in inputs:
             if not isinstance(x, Tensor):
-                inputs = _wrap_constants(inputs)
+                inputs = _wrap_constants(self, inputs)
                 break
         if backend.cupy is not None:
             _check_same_device(self, inputs)
@@ -95,7 +95,7 @@ class Function:
         record = False
         if _state.enabled:
             for x in inputs:
-                if x.requires_grad:
+                if x._requires_grad:
                     record = True
                     break
         if type(ys) is tuple:
@@ -142,14 +142,18 @@ def _output(y, record, inputs):
     return Tensor._make(y, record)
 
 
-def _wrap_constants(inputs):
-    """Turn plain numbers and arrays among ``inputs`` into constant tensors.
+def _wrap_constants(fn, inputs):
+    """Turn plain numbers and arrays among ``inputs`` into constant tensors; anything else (None,
+    a string, an object) is refused with a TypeError naming ``fn``.
 
     Python and NumPy scalars are weak, as Python scalars are in NumPy 2: ``x * 2.0`` stays
     float32 for a float32 ``x``, and so does ``x * numpy.float64(2.0)``.
     """
     like = next((x for x in inputs if isinstance(x, Tensor)), None)
-    return tuple(x if isinstance(x, Tensor) else as_tensor(x, like) for x in inputs)
+    try:
+        return tuple(x if isinstance(x, Tensor) else as_constant(x, like) for x in inputs)
+    except TypeError as exc:
+        raise TypeError(f"{fn.name}: {exc}") from None
 
 
 def _check_same_device(fn, inputs):

@@ -21,8 +21,9 @@ def setitem(t, index, value):
     """``t[index] = value``: NumPy's indexing and broadcasting, cast to ``t``'s dtype."""
     _check_writable(t, "item assignment", value)
     index = _raw_index(index)
+    value = _array_like(t, value, "item assignment")
     try:
-        t.data[index] = _array_like(t, value)
+        t.data[index] = value
     except ValueError as exc:
         raise ValueError(f"item assignment into a tensor of shape {t.shape}: {exc}") from exc
     bump(t)
@@ -31,7 +32,7 @@ def setitem(t, index, value):
 def copy_(t, src):
     """Copy ``src`` into ``t``: broadcast to ``t``'s shape, cast to its dtype, moved to its device."""
     _check_writable(t, "copy_", src)
-    src = _array_like(t, src)
+    src = _array_like(t, src, "copy_")
     try:
         backend.get_array_module(t.data).copyto(t.data, src, casting="unsafe")
     except ValueError as exc:
@@ -44,8 +45,10 @@ def copy_(t, src):
 
 def fill_(t, value):
     """Set every element to the number ``value``."""
+    from .tensor import _is_number
+
     _check_writable(t, "fill_", value)
-    if not numpy.isscalar(value) and getattr(value, "ndim", None) != 0:
+    if not _is_number(value):
         raise TypeError(f"fill_: the value must be a number, not {type(value).__name__} (use copy_ for arrays)")
     t.data.fill(value.item() if hasattr(value, "item") else value)
     bump(t)
@@ -64,7 +67,7 @@ def mul_(t, other):
 
 def _update(t, other, op, apply):
     _check_writable(t, op, other)
-    other = _array_like(t, other, cast=False)
+    other = _array_like(t, other, op, cast=False)
     try:
         apply(backend.get_array_module(t.data), t.data, other)
     except ValueError as exc:
@@ -101,14 +104,20 @@ def _check_writable(t, op, value):
         )
 
 
-def _array_like(t, value, cast=True):
-    """``value`` as an array (or number) on ``t``'s device; arrays cast to ``t``'s dtype if ``cast``."""
-    from .tensor import Tensor
+def _array_like(t, value, op, cast=True):
+    """``value`` as an array (or number) on ``t``'s device; arrays cast to ``t``'s dtype if ``cast``.
+    None, strings, objects and arrays of them are refused (NumPy would write NaN for None)."""
+    from .tensor import NUMERIC_KINDS, Tensor, _is_scalar
 
     if isinstance(value, Tensor):
         value = value.data
-    if numpy.isscalar(value):
+    elif _is_scalar(value):
         return value
+    values = value if backend.is_gpu_array(value) else numpy.asarray(value)
+    if values.dtype.kind not in NUMERIC_KINDS:
+        raise TypeError(f"{op}: the value must be a number, an array of numbers or a tensor, not "
+                        f"{type(value).__name__} (NumPy dtype {values.dtype})")
+    value = values
     on_gpu = backend.is_gpu_array(t.data)
     if on_gpu != backend.is_gpu_array(value):
         value = backend.to_gpu(value) if on_gpu else backend.to_cpu(value)

@@ -7,7 +7,13 @@ walks it in reverse.
 
 Dtype policy: a tensor made from Python numbers or from a float64 array is float32 unless a
 ``dtype`` is asked for; integers stay integers. Operations never promote float32 to float64
-(the rule, PyTorch's, is in ``dtypes.py``).
+(the rule, PyTorch's, is in ``dtypes.py``). Only numbers (bool, integer, floating, complex) become
+tensors: None, strings, objects and arrays of them are refused with a TypeError, and operators
+given one return NotImplemented, so Python raises "unsupported operand type(s)", as PyTorch does.
+
+Memory: ``Tensor(array)`` is the low-level constructor the library uses to wrap the arrays it
+makes; it shares the array's memory when the dtype and device allow (as ``dlscratch.as_tensor`` does).
+``dlscratch.tensor(data)`` always copies, as ``torch.tensor`` does (``creation.py``).
 """
 
 import numpy
@@ -16,38 +22,83 @@ from . import autograd, backend, dtypes, inplace
 from .versions import bump, counter_of
 
 DEFAULT_FLOAT = numpy.float32
+NUMERIC_KINDS = "biufc"  # bool, signed and unsigned integers, floating, complex: what a tensor may hold
+REQUIRES_GRAD_NUMPY = "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
 
 
-def _to_array(data, dtype=None, device=None):
+def _to_array(data, dtype=None, device=None, copy=False):
     """The array a tensor will hold: on ``device`` (default: where ``data`` is, or the current
-    backend for lists and numbers), float64 turned into float32 unless ``dtype`` says otherwise."""
-    if isinstance(data, Tensor):
-        data = data.data
-    on_gpu = backend.is_gpu_array(data)
+    backend for lists and numbers), float64 turned into float32 unless ``dtype`` says otherwise.
+    It shares ``data``'s memory where it can, unless ``copy``."""
+    source = data._data if isinstance(data, Tensor) else data
+    if isinstance(source, (list, tuple)):
+        source = _values_of(source)
+    on_gpu = backend.is_gpu_array(source)
     if device is not None:
         xp = backend.module_for(device)
-    elif on_gpu or isinstance(data, numpy.ndarray):
-        xp = backend.get_array_module(data)
+    elif on_gpu or isinstance(source, numpy.ndarray):
+        xp = backend.get_array_module(source)
     else:
         xp = backend.xp
-    if xp is numpy:
-        array = backend.to_cpu(data) if on_gpu else numpy.asarray(data)
-    else:
-        array = backend.to_gpu(data)
+    array = source if on_gpu else numpy.asarray(source)
+    if array.dtype.kind not in NUMERIC_KINDS:
+        raise TypeError(f"cannot make a tensor from {type(data).__name__} (NumPy dtype {array.dtype}): expected a "
+                        "number, a (nested) list of numbers, an array of numbers or a tensor")
+    array = backend.to_cpu(array) if xp is numpy else backend.to_gpu(array)
     if dtype is not None:
-        return array.astype(dtype, copy=False)
-    if array.dtype == numpy.float64:
-        return array.astype(DEFAULT_FLOAT)
+        array = array.astype(dtype, copy=False)
+    elif array.dtype == numpy.float64:
+        array = array.astype(DEFAULT_FLOAT)
+    if copy and (array is source or array.base is not None):
+        array = array.copy(order="K")  # memory of its own, in the same layout (a batch-last array stays so)
     return array
 
 
-def as_tensor(value, like=None):
-    """``value`` as a constant tensor. Scalars (Python or NumPy) take ``like``'s dtype and device
-    when that keeps their value's kind, as Python scalars do under NumPy 2's promotion rules;
-    float64 arrays and lists of floats take a floating ``like``'s dtype."""
+def _values_of(items):
+    """A (nested) list with each one-element tensor in it replaced by its value, as
+    ``torch.tensor`` reads them; a tensor of more elements is refused."""
+    values = []
+    for item in items:
+        if isinstance(item, Tensor):
+            item = item._value("tensor")
+        elif isinstance(item, (list, tuple)):
+            item = _values_of(item)
+        values.append(item)
+    return values
+
+
+def _is_scalar(value):
+    """A Python or NumPy number (bool, integer, floating or complex)."""
+    return isinstance(value, (bool, int, float, complex, numpy.number, numpy.bool_))
+
+
+def _is_number(value):
+    """A Python or NumPy number, or a 0-d array of one."""
+    return _is_scalar(value) or (getattr(value, "ndim", None) == 0 and value.dtype.kind in NUMERIC_KINDS)
+
+
+def _operand(other):
+    """Whether an operator takes ``other`` (a tensor, a number, an array or a list, whose values
+    are checked when converted); for anything else it returns NotImplemented."""
+    return (type(other) is Tensor or isinstance(other, (Tensor, list, tuple, numpy.ndarray))
+            or backend.is_gpu_array(other) or _is_number(other))
+
+
+def _check_can_require_grad(dtype):
+    if dtype.kind == "c":
+        raise RuntimeError("dlscratch computes gradients of real floating-point tensors only; complex tensors "
+                           "cannot require gradients")
+    if dtype.kind != "f":
+        raise RuntimeError(f"only Tensors of floating point dtype can require gradients (this one is {dtype})")
+
+
+def as_constant(value, like=None):
+    """``value`` as a constant tensor (an operand of an operation). Scalars (Python or NumPy) take
+    ``like``'s dtype and device when that keeps their value's kind, as Python scalars do under
+    NumPy 2's promotion rules; float64 arrays and lists of floats take a floating ``like``'s dtype."""
     if isinstance(value, Tensor):
         return value
-    if like is not None and (numpy.isscalar(value) or getattr(value, "ndim", None) == 0):
+    if like is not None and _is_number(value):
         if hasattr(value, "item"):
             value = value.item()
         xp = backend.get_array_module(like.data)
@@ -61,18 +112,21 @@ def as_tensor(value, like=None):
 
 
 class Tensor:
-    """A node of the computation graph holding an array. See the module docstring."""
+    """A node of the computation graph holding an array. See the module docstring.
 
-    __slots__ = ("_data", "_version_counter", "grad", "requires_grad", "creator", "retains_grad", "name", "__weakref__")
+    ``Tensor(data)`` is the low-level constructor: it shares ``data``'s memory where the dtype and
+    device allow, as ``dlscratch.as_tensor`` does. For a tensor with memory of its own, which
+    writes into the array cannot change, use ``dlscratch.tensor(data)``."""
+
+    __slots__ = ("_data", "_version_counter", "_grad", "_requires_grad", "creator", "retains_grad", "name",
+                 "__weakref__")
     __array_ufunc__ = None  # make NumPy defer to Tensor's reflected operators: array + tensor -> Tensor
 
     def __init__(self, data, requires_grad=False, dtype=None, device=None, name=None):
         self._data = _to_array(data, dtype, device)
         self._version_counter = None  # made on the first in-place write or view (versions.py)
-        if requires_grad and self._data.dtype.kind not in "fc":
-            raise TypeError(f"only floating-point tensors can require gradients, not {self._data.dtype}")
-        self.grad = None
-        self.requires_grad = bool(requires_grad)
+        self._grad = None
+        self.requires_grad = requires_grad
         self.creator = None
         self.retains_grad = False
         self.name = name
@@ -82,9 +136,9 @@ class Tensor:
         """Wrap an array as it is (no conversion): how functions make their outputs. A view of
         another tensor's memory passes that tensor's ``version_counter``."""
         t = cls.__new__(cls)
-        t._data, t.requires_grad, t.retains_grad = data, requires_grad, False
+        t._data, t._requires_grad, t.retains_grad = data, requires_grad, False
         t._version_counter = version_counter
-        t.grad = t.creator = t.name = None
+        t._grad = t.creator = t.name = None
         return t
 
     # ----- what it is -----
@@ -101,6 +155,8 @@ class Tensor:
             array = array._data
         if not (isinstance(array, numpy.ndarray) or backend.is_gpu_array(array)):
             raise TypeError(f"Tensor.data must be a NumPy or CuPy array, not {type(array).__name__}")
+        if array.dtype.kind not in NUMERIC_KINDS:
+            raise TypeError(f"Tensor.data must be an array of numbers, not of NumPy dtype {array.dtype}")
         self._data = array
         bump(self)
 
@@ -146,6 +202,21 @@ class Tensor:
     def item(self):
         return self._data.item()
 
+    def _value(self, op):
+        """The one element, as a Python number, for ``float()``, ``int()`` and ``tensor([...])``."""
+        if self._data.size != 1:
+            hint = ("to join tensors into one, use dlscratch.functional.stack(tensors)" if op == "tensor" else
+                    "reduce it first (e.g. .sum()) or index one element")
+            raise ValueError(f"{op}: only one element tensors can be converted to Python scalars, and this one has "
+                             f"shape {self.shape} ({self._data.size} elements); {hint}")
+        return self._data.item()
+
+    def __float__(self):
+        return float(self._value("float"))
+
+    def __int__(self):
+        return int(self._value("int"))
+
     def __array__(self, dtype=None, copy=None):
         """``numpy.asarray(tensor)``: the data of a tensor on the CPU (no copy unless asked or needed);
         a tensor on the GPU is refused, since that would be a hidden device-to-host copy."""
@@ -156,11 +227,26 @@ class Tensor:
         return self._data if dtype is None else self._data.astype(dtype, copy=False)
 
     def numpy(self):
-        """The data as a NumPy array (copied to the host when on the GPU)."""
+        """The data as a NumPy array (copied to the host when on the GPU). Refused, as in PyTorch, on
+        a tensor that requires grad: a write into the array would change a graph's values unseen."""
+        if self._requires_grad:
+            raise RuntimeError(REQUIRES_GRAD_NUMPY)
         return backend.to_cpu(self._data)
 
     def tolist(self):
-        return self.numpy().tolist()
+        return backend.to_cpu(self._data).tolist()
+
+    def __getstate__(self):
+        """Pickle a leaf: its data, ``requires_grad``, ``grad`` and name. A tensor computed in a
+        graph is refused: its ``grad_fn`` cannot travel, and dropping it would change what it is."""
+        if self.creator is not None:
+            raise TypeError(f"cannot pickle a tensor that is part of a graph (it has a grad_fn: "
+                            f"{type(self.creator).__name__}); pickle tensor.detach() instead")
+        return {"data": self._data, "requires_grad": self._requires_grad, "grad": self._grad, "name": self.name}
+
+    def __setstate__(self, state):
+        self._data, self._requires_grad, self._grad = state["data"], state["requires_grad"], state["grad"]
+        self.name, self.creator, self.retains_grad, self._version_counter = state["name"], None, False, None
 
     def __repr__(self):
         data = numpy.array2string(backend.to_cpu(self._data), prefix="Tensor(", separator=", ", threshold=50)
@@ -174,6 +260,39 @@ class Tensor:
         return ", ".join(parts) + ")"
 
     # ----- gradients -----
+    @property
+    def requires_grad(self):
+        """Whether gradients are recorded for this tensor; only real floating-point tensors may."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, requires_grad):
+        if requires_grad:
+            _check_can_require_grad(self._data.dtype)
+        self._requires_grad = bool(requires_grad)
+
+    @property
+    def grad(self):
+        """The accumulated gradient: None, or a tensor of this tensor's shape, dtype and device."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, grad):
+        if grad is not None:
+            if not isinstance(grad, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(grad).__name__}")
+            if grad.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: {grad.shape}, but the tensor has "
+                                   f"shape {self.shape}")
+            if grad.dtype != self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: {grad.dtype}, but the tensor is "
+                                   f"{self.dtype}")
+            if grad.device != self.device:
+                raise RuntimeError(f"assigned grad has data located on a different device: {grad.device}, but the "
+                                   f"tensor is on {self.device}")
+        self._grad = grad
+
     def backward(self, grad=None):
         """Compute the gradient of this tensor with respect to every leaf that requires grad.
 
@@ -207,10 +326,10 @@ class Tensor:
         ``copy=False`` lets the first gradient be kept as it is, when the caller knows that nothing
         else holds ``g``; otherwise ``.grad`` never shares ``g``'s memory.
         """
-        if self.grad is None:
-            self.grad = Tensor._make(g.astype(self._data.dtype, copy=copy), False)
+        if self._grad is None:
+            self._grad = Tensor._make(g.astype(self._data.dtype, copy=copy), False)
         else:
-            self.grad = Tensor._make((self.grad._data + g).astype(self._data.dtype, copy=False), False)
+            self._grad = Tensor._make((self._grad._data + g).astype(self._data.dtype, copy=False), False)
 
     def retain_grad(self):
         """Keep the gradient of this non-leaf tensor in ``.grad`` during backward."""
@@ -230,8 +349,6 @@ class Tensor:
         return _fn.clone(self)
 
     def requires_grad_(self, requires_grad=True):
-        if requires_grad and self._data.dtype.kind not in "fc":
-            raise TypeError(f"only floating-point tensors can require gradients, not {self._data.dtype}")
         self.requires_grad = requires_grad
         return self
 
@@ -248,6 +365,7 @@ class Tensor:
         return self.astype(target)
 
     def astype(self, dtype):
+        """Cast to ``dtype``; a cast to an integer or bool dtype cuts the graph, as in PyTorch."""
         return self if numpy.dtype(dtype) == self.dtype else _fn.astype(self, dtype)
 
     def float(self):
@@ -262,42 +380,42 @@ class Tensor:
     def gpu(self):
         return self.to("gpu")
 
-    # ----- arithmetic -----
+    # ----- arithmetic (an operand that is no number, array or tensor gives NotImplemented: see _operand) -----
     def __add__(self, other):
-        return _arith.Add()(self, other)
+        return _arith.Add()(self, other) if _operand(other) else NotImplemented
 
     def __radd__(self, other):
-        return _arith.Add()(other, self)
+        return _arith.Add()(other, self) if _operand(other) else NotImplemented
 
     def __sub__(self, other):
-        return _arith.Sub()(self, other)
+        return _arith.Sub()(self, other) if _operand(other) else NotImplemented
 
     def __rsub__(self, other):
-        return _arith.Sub()(other, self)
+        return _arith.Sub()(other, self) if _operand(other) else NotImplemented
 
     def __mul__(self, other):
-        return _arith.Mul()(self, other)
+        return _arith.Mul()(self, other) if _operand(other) else NotImplemented
 
     def __rmul__(self, other):
-        return _arith.Mul()(other, self)
+        return _arith.Mul()(other, self) if _operand(other) else NotImplemented
 
     def __truediv__(self, other):
-        return _arith.Div()(self, other)
+        return _arith.Div()(self, other) if _operand(other) else NotImplemented
 
     def __rtruediv__(self, other):
-        return _arith.Div()(other, self)
+        return _arith.Div()(other, self) if _operand(other) else NotImplemented
 
     def __pow__(self, exponent):
-        return _fn.pow(self, exponent)
+        return _fn.pow(self, exponent) if _operand(exponent) else NotImplemented
 
     def __rpow__(self, base):
-        return _fn.pow(base, self)
+        return _fn.pow(base, self) if _operand(base) else NotImplemented
 
     def __matmul__(self, other):
-        return _fn.matmul(self, other)
+        return _fn.matmul(self, other) if _operand(other) else NotImplemented
 
     def __rmatmul__(self, other):
-        return _fn.matmul(other, self)
+        return _fn.matmul(other, self) if _operand(other) else NotImplemented
 
     def __neg__(self):
         return _fn.neg(self)
@@ -305,24 +423,25 @@ class Tensor:
     def __abs__(self):
         return _fn.abs_(self)
 
-    # Comparisons give plain boolean arrays: they are not differentiable.
+    # Comparisons give plain boolean arrays: they are not differentiable. With an operand that is no
+    # number, array or tensor, == is False and != True (Python's fallback, as in PyTorch); < raises.
     def __lt__(self, other):
-        return self._data < _raw(other)
+        return self._data < _raw(other) if _operand(other) else NotImplemented
 
     def __le__(self, other):
-        return self._data <= _raw(other)
+        return self._data <= _raw(other) if _operand(other) else NotImplemented
 
     def __gt__(self, other):
-        return self._data > _raw(other)
+        return self._data > _raw(other) if _operand(other) else NotImplemented
 
     def __ge__(self, other):
-        return self._data >= _raw(other)
+        return self._data >= _raw(other) if _operand(other) else NotImplemented
 
     def __eq__(self, other):
-        return self._data == _raw(other)
+        return self._data == _raw(other) if _operand(other) else NotImplemented
 
     def __ne__(self, other):
-        return self._data != _raw(other)
+        return self._data != _raw(other) if _operand(other) else NotImplemented
 
     __hash__ = object.__hash__
 

@@ -998,13 +998,13 @@ class TestLstm:
         model = lstm.PerGateLSTM(input_size=5, hidden_size=3)
         x = numpy.random.default_rng(1).standard_normal((4, 2, 5)).astype(numpy.float32)
         output, (h, c) = model(Tensor(backend.asarray(x)))
-        params = {name: p.numpy().astype(numpy.float64) for name, p in model.named_parameters()}
+        params = {name: p.detach().numpy().astype(numpy.float64) for name, p in model.named_parameters()}
         expected = [f"{w}{g}" for w in ("W_x", "W_h", "b_") for g in "ifgo"] + ["p_i", "p_f", "p_o"]
         assert sorted(params) == sorted(expected)
         expected, c_expected = forum_lstm(x.astype(numpy.float64), params)
-        numpy.testing.assert_allclose(output.numpy(), expected, rtol=1e-5, atol=1e-6)
-        numpy.testing.assert_allclose(h.numpy(), expected[-1], rtol=1e-5, atol=1e-6)
-        numpy.testing.assert_allclose(c.numpy(), c_expected, rtol=1e-5, atol=1e-6)
+        numpy.testing.assert_allclose(output.detach().numpy(), expected, rtol=1e-5, atol=1e-6)
+        numpy.testing.assert_allclose(h.detach().numpy(), expected[-1], rtol=1e-5, atol=1e-6)
+        numpy.testing.assert_allclose(c.detach().numpy(), c_expected, rtol=1e-5, atol=1e-6)
 
     def test_forward_backward_reaches_every_parameter(self, backend):
         model = lstm.PerGateLSTM(input_size=5, hidden_size=3)

@@ -17,7 +17,7 @@ def _run(fast, x, w, b, stride, padding, gy):
     with paths.fast() if fast else dlscratch.reference():
         y = F.conv2d(xt, wt, bt, stride, padding)
         y.backward(dlscratch.tensor(gy))
-    return [y.numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()]
+    return [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()]
 
 
 @given(geometry=window_geometries(), o=st.integers(1, 4), layout=st.sampled_from(sorted(LAYOUTS)))

@@ -76,7 +76,7 @@ def test_the_optimizer_trains_at_the_scheduled_rate():
         p.grad = dlscratch.tensor([1.0])
         optimizer.step()
         scheduler.step()
-    assert p.numpy()[0] == pytest.approx(-1.11, rel=1e-6)
+    assert p.detach().numpy()[0] == pytest.approx(-1.11, rel=1e-6)
 
 
 def test_state_dict_round_trip_resumes_the_schedule():

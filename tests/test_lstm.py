@@ -31,7 +31,7 @@ def arrays(*shapes, seed=0, scale=1.0):
 
 def module_params(module):
     """The module's parameters as float64 NumPy arrays, by name."""
-    return {name: p.numpy().astype(np.float64) for name, p in module.named_parameters()}
+    return {name: p.detach().numpy().astype(np.float64) for name, p in module.named_parameters()}
 
 
 def with_params(module, tensors):
@@ -73,8 +73,8 @@ def test_cell_matches_the_reference(backend, peephole, batch):
     peep = (p["weight_ci"], p["weight_cf"], p["weight_co"]) if peephole else None
     h_ref, c_ref = ref.cell(x, h, c, p["weight_ih"], p["weight_hh"], p["bias_ih"], p["bias_hh"], peep)
     assert h1.dtype == np.float32 and c1.dtype == np.float32
-    np.testing.assert_allclose(h1.numpy(), h_ref, atol=2e-6)
-    np.testing.assert_allclose(c1.numpy(), c_ref, atol=2e-6)
+    np.testing.assert_allclose(h1.detach().numpy(), h_ref, atol=2e-6)
+    np.testing.assert_allclose(c1.detach().numpy(), c_ref, atol=2e-6)
 
 
 def test_cell_without_state_starts_from_zeros_and_takes_unbatched_input():
@@ -83,8 +83,8 @@ def test_cell_without_state_starts_from_zeros_and_takes_unbatched_input():
     h, c = cell(x)
     h_batched, c_batched = cell(x.reshape(1, 3), (dlscratch.zeros(1, 2), dlscratch.zeros(1, 2)))
     assert h.shape == (2,) and c.shape == (2,)
-    np.testing.assert_array_equal(h.numpy(), h_batched.numpy()[0])
-    np.testing.assert_array_equal(c.numpy(), c_batched.numpy()[0])
+    np.testing.assert_array_equal(h.detach().numpy(), h_batched.detach().numpy()[0])
+    np.testing.assert_array_equal(c.detach().numpy(), c_batched.detach().numpy()[0])
 
 
 @pytest.mark.parametrize("peephole", [False, True])
@@ -149,9 +149,9 @@ def test_lstm_matches_the_reference(backend, options):
     assert y.shape == y_ref.shape == ((3, 6, 5 * D) if options.get("batch_first") else (6, 3, 5 * D))
     assert h_n.shape == c_n.shape == (L * D, 3, 5)
     assert y.dtype == h_n.dtype == np.float32
-    np.testing.assert_allclose(y.numpy(), y_ref, atol=3e-6)
-    np.testing.assert_allclose(h_n.numpy(), h_ref, atol=3e-6)
-    np.testing.assert_allclose(c_n.numpy(), c_ref, atol=3e-6)
+    np.testing.assert_allclose(y.detach().numpy(), y_ref, atol=3e-6)
+    np.testing.assert_allclose(h_n.detach().numpy(), h_ref, atol=3e-6)
+    np.testing.assert_allclose(c_n.detach().numpy(), c_ref, atol=3e-6)
 
 
 def test_lstm_equals_the_cell_step_by_step():
@@ -162,9 +162,9 @@ def test_lstm_equals_the_cell_step_by_step():
     h, c = dlscratch.zeros(2, 4), dlscratch.zeros(2, 4)
     for t in range(5):
         h, c = cell(x[t], (h, c))
-        np.testing.assert_allclose(y.numpy()[t], h.numpy(), atol=1e-6)
-    np.testing.assert_allclose(h_n.numpy()[0], h.numpy(), atol=1e-6)
-    np.testing.assert_allclose(c_n.numpy()[0], c.numpy(), atol=1e-6)
+        np.testing.assert_allclose(y.detach().numpy()[t], h.detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(h_n.detach().numpy()[0], h.detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(c_n.detach().numpy()[0], c.detach().numpy(), atol=1e-6)
 
 
 def test_unbatched_input_and_missing_state():
@@ -173,8 +173,8 @@ def test_unbatched_input_and_missing_state():
     y, (h_n, c_n) = lstm(x)
     y_batched, (h_batched, _) = lstm(x.reshape(5, 1, 3))
     assert y.shape == (5, 4) and h_n.shape == c_n.shape == (2, 4)
-    np.testing.assert_array_equal(y.numpy(), y_batched.numpy()[:, 0])
-    np.testing.assert_array_equal(h_n.numpy(), h_batched.numpy()[:, 0])
+    np.testing.assert_array_equal(y.detach().numpy(), y_batched.detach().numpy()[:, 0])
+    np.testing.assert_array_equal(h_n.detach().numpy(), h_batched.detach().numpy()[:, 0])
 
 
 @pytest.mark.parametrize("options", LAYER_CASES, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
@@ -185,7 +185,7 @@ def test_lstm_gradcheck(options):
     x, h0, c0 = arrays((3, 2, 2), (L * D, 2, 3), (L * D, 2, 3), seed=2)
     if options.get("batch_first"):
         x = np.ascontiguousarray(x.transpose(1, 0, 2))
-    params = [p.numpy() for p in lstm.parameters()]
+    params = [p.detach().numpy() for p in lstm.parameters()]
 
     def run(x, h0, c0, *weights):
         with_params(lstm, weights)
@@ -212,14 +212,14 @@ def test_dropout_between_layers_in_training_only():
     y_eval, _ = lstm(x)
     no_dropout = nn.LSTM(3, 4, num_layers=2)
     no_dropout.load_state_dict(lstm.state_dict())
-    np.testing.assert_array_equal(y_eval.numpy(), no_dropout(x)[0].numpy())
+    np.testing.assert_array_equal(y_eval.detach().numpy(), no_dropout(x)[0].detach().numpy())
     lstm.train()
     y_train, _ = lstm(x)
-    assert not np.allclose(y_train.numpy(), y_eval.numpy())
+    assert not np.allclose(y_train.detach().numpy(), y_eval.detach().numpy())
     single = nn.LSTM(3, 4, num_layers=1, dropout=0.5)  # one layer: nothing to drop between
     single_plain = nn.LSTM(3, 4)
     single_plain.load_state_dict(single.state_dict())
-    np.testing.assert_array_equal(single(x)[0].numpy(), single_plain(x)[0].numpy())
+    np.testing.assert_array_equal(single(x)[0].detach().numpy(), single_plain(x)[0].detach().numpy())
 
 
 # ----- PyTorch's names and shapes -----
@@ -251,7 +251,7 @@ def test_initialisation_is_uniform_within_one_over_sqrt_hidden():
     dlscratch.manual_seed(1)
     lstm = nn.LSTM(30, 64, num_layers=2)
     bound = 1 / math.sqrt(64)
-    values = np.concatenate([p.numpy().ravel() for p in lstm.parameters()])
+    values = np.concatenate([p.detach().numpy().ravel() for p in lstm.parameters()])
     assert values.dtype == np.float32
     assert values.min() >= -bound and values.max() <= bound
     assert values.min() < -0.9 * bound and values.max() > 0.9 * bound
@@ -443,8 +443,8 @@ def test_lstm_on_the_gpu_equals_the_cpu(gpu):
     lstm.to("gpu")
     y_gpu, (h_gpu, _) = lstm(x.to("gpu"))
     y_gpu.sum().backward()
-    np.testing.assert_allclose(y_gpu.numpy(), y_cpu.numpy(), atol=1e-5)
-    np.testing.assert_allclose(h_gpu.numpy(), h_cpu.numpy(), atol=1e-5)
+    np.testing.assert_allclose(y_gpu.detach().numpy(), y_cpu.detach().numpy(), atol=1e-5)
+    np.testing.assert_allclose(h_gpu.detach().numpy(), h_cpu.detach().numpy(), atol=1e-5)
     for g_cpu, p in zip(grads_cpu, lstm.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), g_cpu, rtol=1e-4, atol=1e-5)
 

@@ -53,9 +53,9 @@ def test_integer_operands_take_the_float_dtype(op, int_dtype, float_dtype, as_):
     y.sum().backward()
     assert a.grad.dtype == float_dtype
     # the values are those of the float computation
-    a_ref = dlscratch.tensor(a.numpy(), dtype=float_dtype)
+    a_ref = dlscratch.tensor(a.detach().numpy(), dtype=float_dtype)
     expected = BINARY[op](a_ref, dlscratch.tensor(ints.astype(float_dtype), dtype=float_dtype))
-    np.testing.assert_allclose(y.numpy(), expected.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(y.detach().numpy(), expected.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("int_dtype", INTEGERS, ids=lambda d: np.dtype(d).name)
@@ -78,7 +78,7 @@ def test_layers_fed_integers_run_in_float32(int_dtype):
     F.cross_entropy(out, np.array([0, 1, 2, 0], dtype=int_dtype)).backward()
     assert all(p.grad.dtype == np.float32 for p in model.parameters())
     expected = model(dlscratch.tensor(pixels.astype(np.float32)))
-    np.testing.assert_array_equal(out.numpy(), expected.numpy())
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
 
 
 def test_raw_uint8_pixels_train_in_float32_through_the_data_loader():

@@ -177,7 +177,7 @@ def test_initialisers_and_load_state_dict_count_as_writes():
     model.load_state_dict({"weight": np.ones((2, 2)), "bias": np.zeros(2)})
     versions.append(w._version)
     assert versions == sorted(set(versions)) and len(versions) == 4
-    np.testing.assert_array_equal(w.numpy(), np.ones((2, 2)))
+    np.testing.assert_array_equal(w.detach().numpy(), np.ones((2, 2)))
 
 
 def test_views_and_detached_tensors_share_the_counter():
@@ -197,11 +197,11 @@ def test_in_place_writes_on_a_leaf_that_requires_grad_need_no_grad():
     for write in (lambda: w.fill_(0.0), lambda: w.add_(1.0), lambda: w.__setitem__(0, 1.0), lambda: w.copy_([1, 2])):
         with pytest.raises(RuntimeError, match=r"leaf that requires grad.*no_grad"):
             write()
-    np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(w.detach().numpy(), [1.0, 2.0])
     with dlscratch.no_grad():
         w[0] = 7.0
         w.add_([1.0, 1.0], alpha=2.0)
-    np.testing.assert_array_equal(w.numpy(), [9.0, 4.0])
+    np.testing.assert_array_equal(w.detach().numpy(), [9.0, 4.0])
 
 
 def test_in_place_writes_on_a_recorded_tensor_or_from_a_value_that_requires_grad_are_refused():
@@ -255,7 +255,7 @@ def test_clone_copies_and_passes_the_gradient(backend):
     c = x.clone()
     with dlscratch.no_grad():
         c.fill_(3.0)  # c is not a leaf, so this needs no_grad; x is untouched
-    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 2.0])
     c = x.clone()
     (c * c).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])

@@ -23,12 +23,12 @@ def test_linear_matches_numpy(backend):
     assert layer.weight.dtype == layer.bias.dtype == np.float32
     assert layer.weight.device == dlscratch.backend.device()
     x = dlscratch.randn(5, 4)
-    W, b = layer.weight.numpy(), layer.bias.numpy()
-    np.testing.assert_allclose(layer(x).numpy(), x.numpy() @ W.T + b, rtol=1e-5, atol=1e-6)
+    W, b = layer.weight.detach().numpy(), layer.bias.detach().numpy()
+    np.testing.assert_allclose(layer(x).detach().numpy(), x.numpy() @ W.T + b, rtol=1e-5, atol=1e-6)
     x3 = dlscratch.randn(2, 5, 4)  # leading dimensions are batch dimensions
     y3 = layer(x3)
     assert y3.shape == (2, 5, 3) and y3.dtype == np.float32
-    np.testing.assert_allclose(y3.numpy(), x3.numpy() @ W.T + b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y3.detach().numpy(), x3.numpy() @ W.T + b, rtol=1e-5, atol=1e-6)
 
 
 def test_linear_without_bias_and_its_gradients():
@@ -43,9 +43,9 @@ def test_linear_without_bias_and_its_gradients():
 def test_linear_default_init_is_pytorchs():
     layer = nn.Linear(300, 200)
     bound = 1 / math.sqrt(300)
-    for p in (layer.weight.numpy(), layer.bias.numpy()):
+    for p in (layer.weight.detach().numpy(), layer.bias.detach().numpy()):
         assert np.abs(p).max() <= bound and np.abs(p).max() > 0.95 * bound
-    assert layer.weight.numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.02)
+    assert layer.weight.detach().numpy().std() == pytest.approx(bound / math.sqrt(3), rel=0.02)
 
 
 def test_linear_rejects_bad_sizes_and_inputs():
@@ -71,9 +71,9 @@ def test_gradcheck_linear_tanh_linear():
     # the module computes that function, with the same gradients
     seed = np.random.default_rng(1).standard_normal((5, 2)).astype(np.float32)
     model(x).backward(seed)
-    copies = [dlscratch.tensor(p.numpy(), requires_grad=True) for p in params]
+    copies = [dlscratch.tensor(p.detach().numpy(), requires_grad=True) for p in params]
     reference = mlp(x, *copies)
-    np.testing.assert_array_equal(model(x).numpy(), reference.numpy())
+    np.testing.assert_array_equal(model(x).detach().numpy(), reference.detach().numpy())
     reference.backward(seed)
     for p, c in zip(params, copies):
         np.testing.assert_allclose(p.grad.numpy(), c.grad.numpy(), rtol=1e-6, atol=1e-7)
@@ -107,7 +107,7 @@ def test_flatten():
     x = dlscratch.randn(2, 3, 4, 5, requires_grad=True)
     y = nn.Flatten()(x)
     assert y.shape == (2, 60)
-    np.testing.assert_array_equal(y.numpy(), x.numpy().reshape(2, 60))
+    np.testing.assert_array_equal(y.detach().numpy(), x.detach().numpy().reshape(2, 60))
     assert nn.Flatten(0, -1)(x).shape == (120,)
     assert nn.Flatten(1, 2)(x).shape == (2, 12, 5)
     assert nn.Flatten(-3, -2)(x).shape == (2, 12, 5)
@@ -125,7 +125,7 @@ def test_dropout_in_training_zeroes_about_p_and_scales_the_rest(backend):
     p = 0.3
     x = dlscratch.tensor(backend.full(100_000, 2.0, dtype=np.float32), requires_grad=True)
     y = nn.Dropout(p)(x)
-    out = y.numpy()
+    out = y.detach().numpy()
     zeroed = out == 0
     assert abs(zeroed.mean() - p) < 0.006  # about 4 standard errors of the fraction
     np.testing.assert_allclose(out[~zeroed], 2.0 / (1 - p), rtol=1e-6)
@@ -143,9 +143,9 @@ def test_dropout_keeps_a_batch_last_layout_and_backpropagates_any_layout(fast_pa
     x = dlscratch.tensor(stored.transpose(3, 0, 1, 2), requires_grad=True)
     y = F.dropout(x, 0.25)
     assert y.shape == (16, 4, 3, 3) and np.argsort(y.data.strides).tolist() == [0, 3, 2, 1]
-    zeroed = y.numpy() == 0
+    zeroed = y.detach().numpy() == 0
     assert 0 < zeroed.mean() < 0.5
-    np.testing.assert_allclose(y.numpy(), np.where(zeroed, 0.0, x.numpy() / 0.75), rtol=1e-6)
+    np.testing.assert_allclose(y.detach().numpy(), np.where(zeroed, 0.0, x.detach().numpy() / 0.75), rtol=1e-6)
     g = np.random.default_rng(3).standard_normal(y.shape).astype(np.float32)  # C-ordered, as Flatten gives it
     y.backward(g)
     np.testing.assert_allclose(x.grad.numpy(), np.where(zeroed, 0.0, g / 0.75), rtol=1e-6)

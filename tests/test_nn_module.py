@@ -133,11 +133,11 @@ def test_to_dtype_casts_floating_parameters_and_buffers_in_place():
     net = Net()
     net(dlscratch.randn(1, 2)).sum().backward()
     weight = net.block.inner.weight
-    before = weight.numpy().copy()
+    before = weight.detach().numpy().copy()
     net.to(np.float64)
     assert net.block.inner.weight is weight and weight.dtype == np.float64 and weight.grad.dtype == np.float64
     assert net.block.steps.dtype == np.float64
-    np.testing.assert_array_equal(weight.numpy(), before)
+    np.testing.assert_array_equal(weight.detach().numpy(), before)
     with pytest.raises(TypeError, match="floating point"):
         net.to(np.int64)
 
@@ -159,7 +159,7 @@ def test_to_gpu_moves_parameters_buffers_and_grads_and_the_optimizer_follows(gpu
     state = net.state_dict()
     cpu_net = Net()
     cpu_net.load_state_dict(state)  # GPU arrays into a CPU model
-    np.testing.assert_allclose(cpu_net.block.inner.weight.numpy(), weight.numpy())
+    np.testing.assert_allclose(cpu_net.block.inner.weight.detach().numpy(), weight.detach().numpy())
     net.to("cpu")
     assert weight.device == "cpu"
 
@@ -180,11 +180,11 @@ def test_state_dict_round_trip_gives_the_same_model():
     source, target = Net(), Net()
     source.block.steps.data[...] = 7
     x = dlscratch.randn(5, 2)
-    assert not np.allclose(source(x).numpy(), target(x).numpy())
+    assert not np.allclose(source(x).detach().numpy(), target(x).detach().numpy())
     weight = target.block.inner.weight
     result = target.load_state_dict(source.state_dict())
     assert result == ([], []) and result.missing_keys == [] and result.unexpected_keys == []
-    np.testing.assert_array_equal(source(x).numpy(), target(x).numpy())
+    np.testing.assert_array_equal(source(x).detach().numpy(), target(x).detach().numpy())
     assert target.block.inner.weight is weight and weight.data is not source.block.inner.weight.data
     assert target.block.steps.item() == 7
 
@@ -193,13 +193,13 @@ def test_load_state_dict_accepts_arrays_and_casts_to_the_parameter_dtype():
     model = nn.Linear(2, 1)
     model.load_state_dict({"weight": np.array([[1.0, 2.0]]), "bias": np.array([0.5])})  # float64 arrays
     assert model.weight.dtype == np.float32
-    np.testing.assert_array_equal(model.weight.numpy(), [[1.0, 2.0]])
-    np.testing.assert_array_equal(model(dlscratch.tensor([[1.0, 1.0]])).numpy(), [[3.5]])
+    np.testing.assert_array_equal(model.weight.detach().numpy(), [[1.0, 2.0]])
+    np.testing.assert_array_equal(model(dlscratch.tensor([[1.0, 1.0]])).detach().numpy(), [[3.5]])
 
 
 def test_strict_load_lists_every_missing_unexpected_and_mismatched_key():
     model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
-    before = model[0].weight.numpy().copy()
+    before = model[0].weight.detach().numpy().copy()
     state = {"0.weight": np.zeros((3, 2)), "0.bias": np.zeros(4), "2.weight": np.zeros((1, 3)), "extra": np.zeros(1)}
     with pytest.raises(RuntimeError) as info:
         model.load_state_dict(state)
@@ -207,14 +207,14 @@ def test_strict_load_lists_every_missing_unexpected_and_mismatched_key():
     assert "0.bias: checkpoint has shape (4,), the model has (3,)" in message
     assert "missing key: 2.bias" in message
     assert "unexpected key: extra" in message
-    np.testing.assert_array_equal(model[0].weight.numpy(), before)  # nothing was loaded
+    np.testing.assert_array_equal(model[0].weight.detach().numpy(), before)  # nothing was loaded
 
 
 def test_non_strict_load_returns_the_key_lists_but_still_rejects_shapes():
     model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
     result = model.load_state_dict({"0.weight": np.ones((3, 2)), "other": np.zeros(1)}, strict=False)
     assert result.missing_keys == ["0.bias", "2.weight", "2.bias"] and result.unexpected_keys == ["other"]
-    np.testing.assert_array_equal(model[0].weight.numpy(), np.ones((3, 2)))
+    np.testing.assert_array_equal(model[0].weight.detach().numpy(), np.ones((3, 2)))
     with pytest.raises(RuntimeError, match=r"0.weight: checkpoint has shape \(2, 3\)"):
         model.load_state_dict({"0.weight": np.ones((2, 3))}, strict=False)
 
@@ -245,7 +245,7 @@ def test_sequential_indexing_len_iteration_and_append():
     assert model[0] is a and model[-1] is c
     assert isinstance(model[1:], nn.Sequential) and list(model[1:]) == [b, c]
     x = dlscratch.randn(4, 2)
-    np.testing.assert_array_equal(model(x).numpy(), c(b(a(x))).numpy())
+    np.testing.assert_array_equal(model(x).detach().numpy(), c(b(a(x))).detach().numpy())
     with pytest.raises(IndexError, match="index 3 is out of range for 3 modules"):
         model[3]
     with pytest.raises(TypeError, match="item 1 is a function, not a Module"):
@@ -261,4 +261,4 @@ def test_apply_visits_every_module_and_deepcopy_is_independent():
     assert sorted(seen) == ["Block", "Linear", "Linear", "Net", "Sequential", "Tanh"] and seen[-1] == "Net"
     twin = copy.deepcopy(net)
     twin.block.inner.weight.data[...] = 0
-    assert not np.all(net.block.inner.weight.numpy() == 0)
+    assert not np.all(net.block.inner.weight.detach().numpy() == 0)

@@ -23,7 +23,7 @@ def _steps(make_optimizer, p0, grads, xp=np):
         p.grad = dlscratch.tensor(xp.asarray(g, dtype=np.float32))
         opt.step()
         assert p.dtype == np.float32
-        history.append(p.numpy().copy())
+        history.append(p.detach().numpy().copy())
     return history
 
 
@@ -114,7 +114,7 @@ def test_adam_state_and_weight_decay():
     assert state["step"] == 1 and isinstance(state["step"], int)
     np.testing.assert_allclose(state["exp_avg"], [0.2], rtol=1e-6)
     np.testing.assert_allclose(state["exp_avg_sq"], [0.004], rtol=1e-6)
-    np.testing.assert_allclose(p.numpy(), [2 - 0.01 * 2 / (2 + 1e-8)], rtol=1e-7)
+    np.testing.assert_allclose(p.detach().numpy(), [2 - 0.01 * 2 / (2 + 1e-8)], rtol=1e-7)
     assert state["exp_avg"].dtype == state["exp_avg_sq"].dtype == np.float32
 
 
@@ -167,9 +167,9 @@ def test_step_is_in_place_without_graph_and_skips_missing_grads(name):
     array_a, array_b = a.data, b.data
     (a * a).sum().backward()
     opt.step()
-    assert a.data is array_a and not np.allclose(a.numpy(), [1.0, 2.0])
+    assert a.data is array_a and not np.allclose(a.detach().numpy(), [1.0, 2.0])
     assert a.creator is None and a.requires_grad and a.dtype == np.float32
-    assert b.data is array_b and b.numpy().tolist() == [3.0]  # no grad: untouched
+    assert b.data is array_b and b.detach().numpy().tolist() == [3.0]  # no grad: untouched
     assert not opt.state.get(b)
     opt.zero_grad()
     assert a.grad is None and b.grad is None
@@ -214,7 +214,7 @@ def test_state_dict_round_trip_continues_identically(name):
     _train_steps(opt, params, grads[3:])
     _train_steps(opt2, clones, grads[3:])
     for p, q in zip(params, clones):
-        np.testing.assert_array_equal(p.numpy(), q.numpy())
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
     # the snapshot was a copy: training on did not change it
     if name == "adam":
         assert saved["state"][0]["step"] == 3 and opt.state[params[0]]["step"] == 6
@@ -321,7 +321,7 @@ def test_each_optimizer_fits_a_linear_regression(name):
         loss.backward()
         opt.step()
     assert first > 1.0 and loss.item() < 1e-3
-    np.testing.assert_allclose(model.weight.numpy(), [[1.5, -2.0, 0.5]], atol=0.05)
+    np.testing.assert_allclose(model.weight.detach().numpy(), [[1.5, -2.0, 0.5]], atol=0.05)
 
 
 # ----- in-place updates: the rules on random arrays -----
@@ -380,6 +380,6 @@ def test_in_place_updates_follow_the_rules_on_random_arrays(make, rule, hyper):
         opt.step()
         np.testing.assert_array_equal(p.grad.numpy(), g)  # the gradient is left as it was
     expected = rule(p0.astype(np.float64), [g.astype(np.float64) for g in grads], **hyper)
-    np.testing.assert_allclose(p.numpy(), expected, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(p.detach().numpy(), expected, rtol=2e-5, atol=1e-6)
     expected_q = rule(p0[:2].astype(np.float64), [2 * g[:2].astype(np.float64) for g in grads], **hyper)
-    np.testing.assert_allclose(q.numpy(), expected_q, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(q.detach().numpy(), expected_q, rtol=2e-5, atol=1e-6)

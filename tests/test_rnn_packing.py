@@ -93,10 +93,10 @@ def test_packed_lstm_equals_each_sequence_alone(backend, bidirectional):
         lstm.zero_grad()
         alone = dlscratch.tensor(backend.asarray(x_np[:n, b:b + 1]), requires_grad=True)
         y_alone, (h_alone, c_alone) = lstm(alone)
-        np.testing.assert_allclose(y.numpy()[:n, b], y_alone.numpy()[:, 0], atol=2e-6)
-        assert np.all(y.numpy()[n:, b] == 0), "outputs at padded steps must be zero"
-        np.testing.assert_allclose(h_n.numpy()[:, b], h_alone.numpy()[:, 0], atol=2e-6)
-        np.testing.assert_allclose(c_n.numpy()[:, b], c_alone.numpy()[:, 0], atol=2e-6)
+        np.testing.assert_allclose(y.detach().numpy()[:n, b], y_alone.detach().numpy()[:, 0], atol=2e-6)
+        assert np.all(y.detach().numpy()[n:, b] == 0), "outputs at padded steps must be zero"
+        np.testing.assert_allclose(h_n.detach().numpy()[:, b], h_alone.detach().numpy()[:, 0], atol=2e-6)
+        np.testing.assert_allclose(c_n.detach().numpy()[:, b], c_alone.detach().numpy()[:, 0], atol=2e-6)
         (y_alone * y_alone).sum().backward()
         np.testing.assert_allclose(x.grad.numpy()[:n, b], alone.grad.numpy()[:, 0], rtol=1e-4, atol=1e-6)
         summed = [s + p.grad.numpy() for s, p in zip(summed, lstm.parameters())]
@@ -112,7 +112,7 @@ def test_packed_lstm_with_initial_state_in_the_original_order():
     _, (h_n, _) = lstm(pack_padded_sequence(dlscratch.tensor(x_np), lengths, enforce_sorted=False), (h0, c0))
     for b, n in enumerate(lengths):
         _, (h_alone, _) = lstm(dlscratch.tensor(x_np[:n, b:b + 1]), (h0[:, b:b + 1], c0[:, b:b + 1]))
-        np.testing.assert_allclose(h_n.numpy()[:, b], h_alone.numpy()[:, 0], atol=2e-6)
+        np.testing.assert_allclose(h_n.detach().numpy()[:, b], h_alone.detach().numpy()[:, 0], atol=2e-6)
 
 
 def test_gradcheck_through_pack_lstm_pad():
@@ -129,7 +129,7 @@ def test_gradcheck_through_pack_lstm_pad():
         return pad_packed_sequence(y)[0], h_n, c_n
 
     h0, c0 = np.random.default_rng(4).standard_normal((2, 2, 3, 2))
-    gradcheck(run, x, h0, c0, *[p.numpy() for p in lstm.parameters()])
+    gradcheck(run, x, h0, c0, *[p.detach().numpy() for p in lstm.parameters()])
 
 
 def test_packed_sequence_moves_and_keeps_its_batch_sizes():

@@ -80,7 +80,7 @@ def test_threaded_conv_gradients_equal_one_thread(monkeypatch):
         xt, wt = dlscratch.tensor(x, requires_grad=True), dlscratch.tensor(w, requires_grad=True)
         y = F.conv2d(xt, wt, padding=1)
         y.backward(gy)
-        return y.numpy(), xt.grad.numpy(), wt.grad.numpy()
+        return y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy()
 
     one = gradients()
     monkeypatch.setattr(tuning, "MIN_THREADED_NUMBERS", 0)

@@ -61,6 +61,10 @@ class TensorDataset(Dataset):
     def __init__(self, *arrays):
         if not arrays:
             raise ValueError("TensorDataset: give at least one array, e.g. TensorDataset(images, labels)")
+        for k, a in enumerate(arrays):
+            if hasattr(a, "__next__"):
+                raise TypeError(f"TensorDataset: argument {k} is a {type(a).__name__}, which is used up after one "
+                                "pass; give an array, a Tensor or a list (list() of it)")
         self.arrays = tuple(_as_array(a) for a in arrays)
         if any(a.ndim == 0 for a in self.arrays):
             raise ValueError("TensorDataset: every array needs a first (sample) dimension; got a scalar")

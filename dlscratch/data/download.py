@@ -50,7 +50,7 @@ def download(urls, dest, md5=None, content=None, progress=True, timeout=30, dead
         raise ValueError(f"download({dest.name}): no URL given")
     if not deadline > 0:
         raise ValueError(f"download({dest.name}): deadline={deadline} must be a positive number of seconds")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    _check_writable(dest)
     failures = []
     for url in urls:
         try:
@@ -62,6 +62,24 @@ def download(urls, dest, md5=None, content=None, progress=True, timeout=30, dead
         f"could not download {dest.name} into {dest.parent}; every mirror failed:\n" + "\n".join(failures)
         + f"\nCheck your connection, or download {dest.name} by hand into {dest.parent}."
     )
+
+
+def _check_writable(dest):
+    """Make ``dest``'s folder if needed and check that a file can be created in it, so that a local
+    problem is reported as one, not blamed on every mirror."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    except OSError as exc:
+        blocker = next((p for p in (dest.parent, *dest.parent.parents) if p.exists() and not p.is_dir()), None)
+        reason = f"{blocker} is a file, not a folder" if blocker else exc.strerror or str(exc)
+        advice = "; fix its permissions or choose" if isinstance(exc, PermissionError) else "; choose"
+        raise type(exc)(
+            f"download({dest.name}): cannot write into the folder {dest.parent}: {reason}{advice} a folder you "
+            "may write to"
+        ) from exc
+    os.close(fd)
+    os.remove(probe)
 
 
 def _fetch(url, dest, md5, content, progress, timeout, deadline):

@@ -9,6 +9,7 @@ Host-only code: it reads files into NumPy arrays.
 """
 
 import gzip
+import math
 import struct
 import zlib
 from pathlib import Path
@@ -48,13 +49,13 @@ def read_bytes(path, max_bytes=None):
             with gzip.GzipFile(fileobj=f) as stream:
                 data = stream.read(4 + 4 * max(_NDIM.values()))
                 _, header, shape = _header(data, path)
-                size = header + int(numpy.prod(shape))
+                size = header + math.prod(shape)  # a Python int: numpy.prod would overflow int64 silently
                 if max_bytes is not None and size > max_bytes:
                     raise IDXError(
                         f"{path}: the IDX header announces {shape} = {size} bytes, more than the {max_bytes} "
                         f"expected; this is not the file it should be. {_advice(path)}"
                     )
-                data += stream.read(max(0, size + 1 - len(data)))
+                data += _read_at_most(stream, size + 1 - len(data))
         except (EOFError, OSError, zlib.error) as exc:
             raise IDXError(f"{path}: the gzip stream is damaged or truncated ({exc}). {_advice(path)}") from exc
     if len(data) > size:
@@ -63,6 +64,16 @@ def read_bytes(path, max_bytes=None):
             f"reading stopped there. {_advice(path)}"
         )
     return data
+
+
+def _read_at_most(stream, count):
+    """Up to ``count`` bytes of ``stream``, read in pieces: ``stream.read(count)`` would allocate
+    ``count`` bytes at once, however few the stream holds (a header may announce 2**96)."""
+    pieces = []
+    while count > 0 and (piece := stream.read(min(count, 1 << 24))):
+        pieces.append(piece)
+        count -= len(piece)
+    return b"".join(pieces)
 
 
 def _header(data, path):
@@ -91,7 +102,7 @@ def parse_idx(data, path="<bytes>"):
     """
     path = Path(path)
     _, header, shape = _header(data, path)
-    expected, got = int(numpy.prod(shape)), len(data) - header
+    expected, got = math.prod(shape), len(data) - header
     if got < expected:
         raise IDXError(
             f"{path}: the file is truncated: the header announces {shape} = {expected} bytes of data, "

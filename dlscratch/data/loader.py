@@ -52,7 +52,7 @@ class DataLoader:
         if getattr(self.dataset, "batch_indexing", False):
             batch = self.dataset[indices]
         else:
-            batch = _collate([self.dataset[int(i)] for i in indices])
+            batch = _collate([self.dataset[int(i)] for i in indices], indices)
         if isinstance(batch, (tuple, list)):
             return tuple(_to_tensor(a) for a in batch)
         return _to_tensor(batch)
@@ -66,9 +66,11 @@ class DataLoader:
 
 def _check_arguments(dataset, batch_size, shuffle, drop_last, seed):
     if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+        one_shot = (f"a {type(dataset).__name__}, which is used up after one pass (a second epoch would see "
+                    "nothing); make a list of its samples, or a TensorDataset") if hasattr(dataset, "__next__") \
+            else type(dataset).__name__
         raise TypeError(
-            f"DataLoader: the dataset needs __len__ and __getitem__ (e.g. a TensorDataset), "
-            f"got {type(dataset).__name__}"
+            f"DataLoader: the dataset needs __len__ and __getitem__ (e.g. a TensorDataset), got {one_shot}"
         )
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, numpy.integer)) or batch_size < 1:
         raise ValueError(f"DataLoader: batch_size must be a positive integer, got {batch_size!r}")
@@ -79,15 +81,30 @@ def _check_arguments(dataset, batch_size, shuffle, drop_last, seed):
         raise ValueError(f"DataLoader: seed must be None or a non-negative integer, got {seed!r}")
 
 
-def _collate(samples):
-    """One batch from a list of samples: tuples of fields are stacked field by field."""
-    if isinstance(samples[0], (tuple, list)):
-        return tuple(_stack([s[k] for s in samples]) for k in range(len(samples[0])))
-    return _stack(samples)
+def _collate(samples, indices):
+    """One batch from a list of samples (those at ``indices`` of the dataset): tuples of fields are
+    stacked field by field."""
+    if not isinstance(samples[0], (tuple, list)):
+        return _stack(samples, indices, "sample")
+    fields = len(samples[0])
+    for sample, i in zip(samples, indices):
+        if len(sample) != fields:
+            raise ValueError(f"DataLoader: cannot batch sample {indices[0]} with sample {i}: sample {indices[0]} "
+                             f"has {fields} fields but sample {i} has {len(sample)}")
+    return tuple(_stack([s[k] for s in samples], indices, f"field {k} of sample") for k in range(fields))
 
 
-def _stack(items):
+def _stack(items, indices, what):
+    """``items`` (what the samples at ``indices`` hold) stacked into one array, or a ValueError naming
+    the first two of different shapes."""
     arrays = [_as_array(x) for x in items]
+    for array, i in zip(arrays, indices):
+        if array.shape != arrays[0].shape:
+            raise ValueError(
+                f"DataLoader: cannot stack the samples of a batch: {what} {indices[0]} has shape {arrays[0].shape} "
+                f"but {what} {i} has shape {array.shape}; make every sample the same shape (pad, crop or resize), "
+                "or use batch_size=1"
+            )
     return backend.get_array_module(*arrays).stack(arrays)
 
 

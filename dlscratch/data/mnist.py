@@ -7,7 +7,7 @@ The files are looked for in this order (``root`` and ``DLSCRATCH_DATA`` name a d
 holds an ``mnist`` folder, like the repository's ``data/``):
 
 1. ``root/mnist`` when ``root`` is given,
-2. ``$DLSCRATCH_DATA/mnist`` when that environment variable is set,
+2. ``$DLSCRATCH_DATA/mnist`` when that environment variable is set (to an absolute path),
 3. the repository's ``data/mnist`` (a clone or an editable install),
 4. the user cache ``~/.cache/dlscratch/mnist`` (``$XDG_CACHE_HOME/dlscratch/mnist`` when set).
 
@@ -68,10 +68,29 @@ def cache_folder():
     return Path(base) / "dlscratch" / "mnist"
 
 
+def _environment_folder():
+    """The folder that ``DLSCRATCH_DATA`` names (``~`` expanded), or None when it is unset or blank.
+
+    Raises ValueError for a relative path (it would change with the current folder, and a notebook
+    and a script would download the files twice) and NotADirectoryError for a regular file."""
+    value = os.environ.get("DLSCRATCH_DATA", "")
+    if not value.strip():
+        return None
+    folder = Path(value).expanduser()
+    if not folder.is_absolute():
+        raise ValueError(f"DLSCRATCH_DATA={value!r} is a relative path, which depends on the current folder; "
+                         f"give an absolute path, such as {Path.cwd() / folder}")
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"DLSCRATCH_DATA={value!r} is a file, not a folder; name the folder that holds "
+                                 "(or will hold) the mnist folder, or unset it")
+    return folder
+
+
 def _download_candidates(root):
     folders = [Path(root) / "mnist"] if root is not None else []
-    if os.environ.get("DLSCRATCH_DATA"):
-        folders.append(Path(os.environ["DLSCRATCH_DATA"]) / "mnist")
+    environment = _environment_folder()
+    if environment is not None:
+        folders.append(environment / "mnist")
     return folders + [cache_folder()]
 
 

@@ -4,8 +4,10 @@ Kernel offset ``(i, j)`` of every window at once is one strided view of the padd
 ``(N, C, Ho, Wo)``; pooling combines the ``kh*kw`` views elementwise (two ``maximum`` calls
 on four views for 2x2 pooling), with no im2col copy. Output sizes are PyTorch's with
 ``ceil_mode=False``: ``Ho = (H + 2*ph - kh) // sh + 1``. Max pooling pads with minus infinity,
+and the first real element of each window beats the padding even when it is minus infinity itself,
 so padding never wins; average pooling pads with zeros and divides by ``kh*kw`` (PyTorch's
-``count_include_pad=True``).
+``count_include_pad=True``). NaN propagates, as in PyTorch: each stage lets a NaN win, the last
+one it meets, so a window holding a NaN has the maximum NaN and sends its gradient to a NaN.
 
 Max-pool backward variants (``max_pool2d(..., backward=...)``), one function each below:
 
@@ -124,8 +126,23 @@ def fold(parts, like, g):
     return out
 
 
-def running_max(views):
-    """The elementwise maximum of ``views`` and the index of the first view holding it (uint8 up to 256)."""
+def first_real(g, axis, xp):
+    """Per offset along ``axis`` (rows: 2, columns: 3), the windows whose first element on the input,
+    not on its padding, is at that offset: ``(Ho, 1)`` or ``(Wo,)`` bools, None where there are none.
+    Only windows at the top (left) edge start in the padding; elsewhere offset 0 is already real."""
+    count, stride, padding, out = (g.kh, g.sh, g.ph, g.Ho) if axis == 2 else (g.kw, g.sw, g.pw, g.Wo)
+    first = xp.maximum(padding - xp.arange(out) * stride, 0)  # offset of each window's first real element
+    masks = [None] + [(first == k).reshape((out, 1) if axis == 2 else out) for k in range(1, count)]
+    return [None if k > padding else mask for k, mask in enumerate(masks)]
+
+
+def running_max(views, first=None):
+    """The elementwise maximum of ``views`` and the index of the first view holding it (uint8 up to 256).
+
+    A NaN beats everything (the last NaN wins, as in PyTorch): one ``isnan`` per view, about 8% of a
+    2x2 max pool's forward+backward on the CPU. ``first[k]`` marks where view ``k`` beats the views
+    before it whatever their values: those were the padding before a window's first real element.
+    """
     xp = backend.get_array_module(views[0])
     kind = xp.uint8 if len(views) <= 256 else xp.int32
     if len(views) == 1:
@@ -133,11 +150,14 @@ def running_max(views):
     y, offset = views[0], None
     for k, view in enumerate(views[1:], start=1):
         beats = view > y
+        beats |= xp.isnan(view)
+        if first is not None and first[k] is not None:
+            beats |= first[k]
         if offset is None:  # the first comparison's True/False bytes are already offsets 1/0
             offset = beats.view(xp.uint8) if kind == xp.uint8 else beats.astype(kind)
         else:
             xp.maximum(offset, beats * kind(k), out=offset)  # k beats every earlier offset
-        y = xp.maximum(y, view)
+        y = xp.maximum(y, view)  # maximum propagates NaN
     return y, offset
 
 
@@ -216,14 +236,15 @@ class MaxPool2d(Function):
 
     def forward(self, x):
         g = self.g
+        xp = backend.get_array_module(x)
         padded = pad(x, g, -float("inf"))
-        rows, row_offset = running_max(axis_views(padded, g, 2))
-        y, col_offset = running_max(axis_views(rows, g, 3))
+        rows, row_offset = running_max(axis_views(padded, g, 2), first_real(g, 2, xp) if g.ph else None)
+        y, col_offset = running_max(axis_views(rows, g, 3), first_real(g, 3, xp) if g.pw else None)
         self.like = x  # for its memory layout
         if self.how == "offsets":
             self.row_offset, self.col_offset = row_offset, col_offset
         elif self.how == "mask":
-            self.masks = [view == y for view in window_views(padded, g)]
+            self.masks = [(view == y) | xp.isnan(view) for view in window_views(padded, g)]
         else:
             self.index = flat_index(winning_row(row_offset, col_offset, g), col_offset, g)
         return y

@@ -1,5 +1,7 @@
 """The arithmetic operators: ``+ - * / **`` and unary minus, with NumPy broadcasting."""
 
+import numpy
+
 from ..backend import get_array_module
 from ..function import Function
 from .broadcast import sum_to
@@ -75,22 +77,31 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """``x ** p``; the gradient for the exponent is computed only when it requires grad."""
+    """``x ** p``, with PyTorch's derivatives at the special points, computed without warnings::
+
+        d/dx = p * x**(p-1), and 0 where p == 0 (not 0 * 0**-1 = NaN at x == 0)
+        d/dp = x**p * log(x), and 0 where x == 0 and p >= 0 (not 0 * log(0) = NaN)
+
+    Elsewhere infinities and NaN pass through, as in PyTorch (``0 ** -1`` is ``inf``, ``log(-2)`` NaN).
+    The gradient for the exponent is computed only when it requires grad.
+    """
 
     saves_outputs = True  # backward reads the output too
 
     def forward(self, x, p):
         self.x, self.p = x, p
-        self.y = x**p
+        with numpy.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 is inf, as in PyTorch
+            self.y = x**p
         return self.y
 
     def backward(self, gy):
-        x, p = self.x, self.p
-        gx = sum_to(gy * p * x ** (p - 1), x.shape)
-        gp = None
-        if self.needs_input_grad[1]:
-            xp = get_array_module(x)
-            gp = sum_to(gy * self.y * xp.log(x), p.shape)
+        x, p, xp = self.x, self.p, get_array_module(self.x)
+        with numpy.errstate(divide="ignore", invalid="ignore"):
+            gx = sum_to(xp.where(p == 0, 0, gy * p * x ** (p - 1)), x.shape)
+            gp = None
+            if self.needs_input_grad[1]:
+                dp = xp.where((x == 0) & (p >= 0), 0, gy * self.y * xp.log(x))
+                gp = sum_to(dp, p.shape)
         return gx, gp
 
 

@@ -12,8 +12,12 @@ Three matrix products carry all the arithmetic; everything else moves numbers. T
 (``dlscratch/fast/conv.py``) computes the same numbers with fewer passes over memory.
 """
 
+import numpy
+
+from .. import backend
 from ..function import Function
 from ..paths import dispatch
+from ..tensor import Tensor
 from .im2col import col2im_reference, geometry, im2col_reference, no_method
 
 
@@ -64,6 +68,9 @@ def _check(x, weight, bias):
 
 def check(x, weight, bias, stride, padding):
     """Check a convolution's arguments; return its geometry."""
+    for name, a in (("input", x), ("weight", weight), ("bias", bias)):
+        if not (isinstance(a, (Tensor, numpy.ndarray)) or backend.is_gpu_array(a) or a is None and name == "bias"):
+            raise TypeError(f"conv2d: {name} must be a Tensor, got {type(a).__name__}")
     if len(weight.shape) != 4:
         raise ValueError(
             f"conv2d: weight must be 4-D (out_channels, in_channels, kh, kw), got shape {tuple(weight.shape)}"

@@ -1,7 +1,11 @@
-"""Conversions that stay in the graph: a change of dtype, a move between CPU and GPU, a copy."""
+"""Conversions that stay in the graph: a change of dtype, a move between CPU and GPU, a copy.
+A cast to an integer or bool dtype is the exception: it cuts the graph, as in PyTorch."""
 
-from .. import backend
+import numpy
+
+from .. import backend, grad_mode
 from ..function import Function
+from ..tensor import Tensor
 
 
 class Cast(Function):
@@ -49,6 +53,17 @@ class Clone(Function):
 
 
 def astype(x, dtype):
+    """``x`` cast to ``dtype``. To an integer or bool dtype the result is a constant: rounding has
+    no useful derivative, so no gradient flows back through it (PyTorch's rule). A tensor that requires
+    grad is not cast to a complex dtype while the graph is recorded: complex gradients are not supported."""
+    kind = numpy.dtype(dtype).kind
+    if kind not in "fc":
+        return Tensor._make(x.data.astype(dtype), False)
+    if kind == "c" and x.requires_grad and grad_mode.is_grad_enabled():
+        raise RuntimeError(
+            f"astype({numpy.dtype(dtype)}): dlscratch computes gradients of real floating-point tensors only, and "
+            "this tensor requires grad; cast x.detach() to work with complex values"
+        )
     return Cast(dtype)(x)
 
 

@@ -3,20 +3,23 @@
 Kernel offset ``(i, j)`` of every window at once is one strided slice of the padded input,
 ``padded[:, :, i::sh, j::sw]`` cut to ``(N, C, Ho, Wo)``; pooling combines the ``kh*kw`` slices
 elementwise, with no loop over pixels. Output sizes are PyTorch's with ``ceil_mode=False``:
-``Ho = (H + 2*ph - kh) // sh + 1``. Max pooling pads with minus infinity, so padding never wins;
-average pooling pads with zeros and divides by ``kh*kw`` (PyTorch's ``count_include_pad=True``).
+``Ho = (H + 2*ph - kh) // sh + 1``. Max pooling pads with minus infinity, and a real element
+beats the padding even when it is minus infinity itself, so padding never wins; average pooling
+pads with zeros and divides by ``kh*kw`` (PyTorch's ``count_include_pad=True``).
 
 The max-pool backward sends each window's gradient to one element: the maximum, and with ties
 the first maximal element found scanning the window column by column (the leftmost column
 holding the maximum, the topmost element in it), the rule of the fast path
 (``dlscratch/fast/pooling.py``), which also holds the backward variants lesson 05 compares.
 (PyTorch scans row by row, so on ties the element can differ from PyTorch's; the values never do.)
+NaN propagates, as in PyTorch: a window holding a NaN has the maximum NaN, and its gradient goes to
+the last NaN found in that scan.
 """
 
 from .. import backend
 from ..function import Function
 from ..paths import dispatch
-from .im2col import geometry
+from .im2col import geometry, pair
 
 
 def offsets(g):
@@ -43,6 +46,12 @@ def crop(padded, g):
     return padded[:, :, g.ph : g.ph + g.H, g.pw : g.pw + g.W]
 
 
+def is_real(g, i, j, xp):
+    """``(Ho, Wo)`` bools: where offset ``(i, j)`` of a window falls on the input, not on its padding."""
+    rows, columns = xp.arange(g.Ho) * g.sh + i, xp.arange(g.Wo) * g.sw + j
+    return ((g.ph <= rows) & (rows < g.ph + g.H))[:, None] & ((g.pw <= columns) & (columns < g.pw + g.W))
+
+
 class MaxPool2d(Function):
     """x: (N, C, H, W) -> (N, C, Ho, Wo), the maximum of each window."""
 
@@ -54,15 +63,18 @@ class MaxPool2d(Function):
     def forward(self, x):
         g, xp = self.g, backend.get_array_module(x)
         padded = pad(x, g, -xp.inf)
-        y = winner = None
+        y = winner = real = None
         for k, (i, j) in enumerate(offsets(g)):
-            view = window_slice(padded, g, i, j)
+            view, view_real = window_slice(padded, g, i, j), is_real(g, i, j, xp)
             if y is None:
-                y, winner = view.copy(), xp.zeros(view.shape, dtype=xp.int32)
+                y, winner, real = view.copy(), xp.zeros(view.shape, dtype=xp.int32), view_real
             else:
-                beats = view > y  # strictly: on a tie the earlier offset keeps the window
+                # strictly greater: on a tie the earlier offset keeps the window; but a NaN always
+                # wins (the maximum is NaN), and so does a real element over padding, even -inf over -inf
+                beats = (view > y) | xp.isnan(view) | (view_real & ~real)
                 y = xp.where(beats, view, y)
                 winner = xp.where(beats, k, winner)
+                real = real | view_real
         self.winner = winner  # (N, C, Ho, Wo): the offset number of each window's maximum
         return y
 
@@ -96,14 +108,28 @@ class AvgPool2d(Function):
         return crop(gx, g)
 
 
-def _geometry(x, kernel_size, stride, padding, op):
-    """Check a pooling call; return its geometry. ``stride`` None means ``kernel_size``."""
-    g = geometry(x.shape, kernel_size, kernel_size if stride is None else stride, padding, op)
-    if 2 * g.ph > g.kh or 2 * g.pw > g.kw:
+def check_window(kernel_size, stride, padding, op):
+    """``kernel_size``, ``stride`` (None means ``kernel_size``) and ``padding`` as ``(height, width)``
+    pairs, checked as PyTorch checks them: kernel and stride positive, padding non-negative and at
+    most half the kernel. ``ValueError`` naming ``op`` and the argument otherwise."""
+    kernel = pair(kernel_size, "kernel_size", op)
+    stride = kernel if stride is None else pair(stride, "stride", op)
+    padding = pair(padding, "padding", op)
+    for name, value, least in (("kernel_size", kernel, 1), ("stride", stride, 1), ("padding", padding, 0)):
+        if min(value) < least:
+            raise ValueError(f"{op}: {name} must be {'positive' if least else 'non-negative'}, got {value}")
+    if 2 * padding[0] > kernel[0] or 2 * padding[1] > kernel[1]:
         raise ValueError(
-            f"{op}: padding {(g.ph, g.pw)} must be at most half the kernel {(g.kh, g.kw)}, "
+            f"{op}: padding {padding} must be at most half the kernel {kernel}, "
             "or some windows would hold nothing but padding"
         )
+    return kernel, stride, padding
+
+
+def _geometry(x, kernel_size, stride, padding, op):
+    """Check a pooling call; return its geometry. ``stride`` None means ``kernel_size``."""
+    kernel, stride, padding = check_window(kernel_size, stride, padding, op)
+    g = geometry(x.shape, kernel, stride, padding, op)
     if x.dtype.kind != "f":
         raise TypeError(f"{op}: expected a floating-point input, got {x.dtype}; use .astype('float32')")
     return g

@@ -2,15 +2,22 @@
 
 from ..backend import get_array_module
 from ..function import Function
-from .shape import wrap_dim
+from .shape import is_int, wrap_dim
 
 
 def normalize_axes(dim, ndim, op):
-    """``dim`` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes;
-    ``IndexError`` naming ``op`` for a dim out of range, as in PyTorch."""
+    """``dim`` (None, an int or a tuple of ints, NumPy integers too, negatives allowed) as a sorted tuple
+    of non-negative axes; ``TypeError`` naming ``op`` for anything else, ``IndexError`` for a dim out of
+    range, as in PyTorch."""
     if dim is None:
         return tuple(range(ndim))
-    axes = (dim,) if isinstance(dim, int) else tuple(dim)
+    if is_int(dim):
+        axes = (dim,)
+    elif isinstance(dim, (tuple, list)) and all(map(is_int, dim)):
+        axes = tuple(dim)
+    else:
+        got = repr(dim) if isinstance(dim, (tuple, list)) else f"{type(dim).__name__} {dim!r}"
+        raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {got}")
     out = [wrap_dim(op, a, ndim) for a in axes]
     if len(set(out)) != len(out):
         raise ValueError(f"repeated dim in {dim}")

@@ -1,15 +1,30 @@
 """Shape changes that move no values: reshape and permute (and helpers built on them)."""
 
+import numbers
+
 from ..function import Function
+
+
+def is_int(value):
+    """True for a Python or NumPy integer (not a bool): what PyTorch takes as one dim."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+_SEVERAL_DIMS = {"max": "; for several dims use amax(dims)"}  # one-dim operations with a several-dims sibling
 
 
 def wrap_dim(op, dim, ndim):
     """``dim`` (negatives count from the end) as an index in ``[0, ndim)``; a 0-d tensor takes
-    dims -1 and 0, as in PyTorch. Raises ``IndexError`` naming ``op`` when out of range."""
+    dims -1 and 0, as in PyTorch. Raises ``TypeError`` naming ``op`` for a dim that is not one int,
+    ``IndexError`` when out of range."""
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"{op}: dim must be one int, got {dim!r}{_SEVERAL_DIMS.get(op, '')}")
+    if not is_int(dim):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__} {dim!r}")
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
+    return int(dim) % n
 
 
 class Reshape(Function):

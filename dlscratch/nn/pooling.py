@@ -1,17 +1,13 @@
 """Pooling layers: ``MaxPool2d`` and ``AvgPool2d`` on images ``(N, C, H, W)``, no parameters."""
 
-from ..functions.im2col import pair
-from ..functions.pooling import avg_pool2d, max_pool2d
+from ..functions.pooling import avg_pool2d, check_window, max_pool2d
 from .module import Module
 
 
 class _Pool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        name = type(self).__name__
-        self.kernel_size = pair(kernel_size, "kernel_size", name)
-        self.stride = self.kernel_size if stride is None else pair(stride, "stride", name)
-        self.padding = pair(padding, "padding", name)
+        self.kernel_size, self.stride, self.padding = check_window(kernel_size, stride, padding, type(self).__name__)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"

@@ -38,7 +38,7 @@ class AdaDelta(Optimizer):
         v = state["square_avg"] = rho * state["square_avg"] + (1 - rho) * g**2
         delta = xp.sqrt(state["acc_delta"] + eps) / xp.sqrt(v + eps) * g
         state["acc_delta"] = rho * state["acc_delta"] + (1 - rho) * delta**2
-        p.data -= lr * delta
+        p.delta = lr * delta
 
 
 Adadelta = AdaDelta  # PyTorch's spelling

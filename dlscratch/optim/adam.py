@@ -46,4 +46,4 @@ class Adam(Optimizer):
         m = state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * g
         v = state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * g**2
         m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)
-        p.data -= lr * m_hat / (xp.sqrt(v_hat) + eps)
+        p.delta = lr * m_hat / (xp.sqrt(v_hat) + eps)

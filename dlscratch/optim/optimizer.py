@@ -3,18 +3,40 @@ its own hyperparameters, as in PyTorch), per-parameter state (momentum buffers, 
 estimates), and saves and restores both.
 
 A subclass defines ``_update(p, grad, state, group)``, the update rule of its docstring written
-as array expressions: it changes ``p.data`` in place (``p.data -= ...``) from the gradient array
-``grad``. It names its per-parameter state in ``array_state`` (arrays shaped like the parameter)
-and ``scalar_state`` (integers such as a step count). ``_update`` is the reference
-implementation; ``step`` runs the one ``dlscratch.paths`` picks, by default a fast version that
-makes no temporaries (``dlscratch/fast/optim.py``).
+as array expressions. It computes one parameter's step without writing into any array it is
+given: ``p`` is a ``Staged`` stand-in that holds the parameter's array as ``p.data``, and the rule
+sets ``p.delta``, the amount to subtract from it; ``state`` is a copy of the parameter's state
+dict, whose entries the rule replaces by new arrays. The subclass names that state in
+``array_state`` (arrays shaped like the parameter) and ``scalar_state`` (integers such as a step
+count). ``_update`` is the reference implementation; ``step`` runs the one ``dlscratch.paths``
+picks, by default a fast version that makes no temporaries (``dlscratch/fast/optim.py``).
+
+``step`` is applied whole or not at all: it computes every parameter's update first, writing
+nothing, and only then writes them all (the parameters in place, the new state dicts), with
+signal handlers held back (``signals.signals_deferred``). So an exception raised while the
+updates are computed (by an update rule, a signal handler, a full memory) leaves the weights and
+the state of no step, and a ``KeyboardInterrupt`` from Ctrl-C or a ``SIGALRM`` handler during
+the writes arrives once they are all made. Only a failure of a write itself (a device error) could
+leave a step split.
 """
 
 import math
 
 from .. import backend, paths
-from ..grad_mode import no_grad
 from ..tensor import Tensor
+from .signals import signals_deferred
+
+
+class Staged:
+    """One parameter's update in the making, as ``_update`` sees it: ``param``, the parameter;
+    ``data``, its array (read it, never write into it); ``delta``, set by ``_update``: the array
+    that ``step`` subtracts from ``data``; ``state``, the copy of its state dict that ``step``
+    puts in place of the old one."""
+
+    __slots__ = ("param", "data", "delta", "state")
+
+    def __init__(self, param, state):
+        self.param, self.data, self.delta, self.state = param, param.data, None, state
 
 
 class Optimizer:
@@ -82,17 +104,30 @@ class Optimizer:
             p.grad = None
 
     def step(self):
-        """Update every parameter that has a gradient, in place, recording no graph."""
+        """Update every parameter that has a gradient, in place: every update is computed before any
+        is written, so the step is applied whole or not at all (module docstring). It works on the
+        arrays (``p.data``, ``p.grad.data``), so it records no graph."""
         update = paths.pick(type(self)._update)  # the reference rule, or its fast version
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        update(self, p, p.grad.data, self.state.setdefault(p, {}), group)
+        staged = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    new = Staged(p, dict(self.state.get(p, {})))
+                    update(self, new, p.grad.data, new.state, group)
+                    if new.delta is None:
+                        raise NotImplementedError(f"{type(self).__name__}._update must set p.delta, the amount "
+                                                  "to subtract from p.data")
+                    staged.append(new)
+        with signals_deferred():
+            for new in staged:
+                new.param.data -= new.delta
+                self.state[new.param] = new.state
 
     def _update(self, p, grad, state, group):
-        """Update ``p.data`` in place from ``grad`` (an array shaped like ``p``) and this parameter's
-        ``state`` (a dict, empty at its first step), with the hyperparameters of its ``group``."""
+        """Compute one parameter's update from ``grad`` (an array shaped like it), its ``state`` (a
+        copy of its state dict, empty at its first step) and the hyperparameters of its ``group``:
+        set ``p.delta`` (``p`` is a ``Staged``) and replace the entries of ``state`` by new arrays,
+        writing into none of the arrays given."""
         raise NotImplementedError(f"{type(self).__name__} must define _update()")
 
     # ----- saving and loading -----

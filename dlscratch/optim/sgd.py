@@ -38,4 +38,4 @@ class SGD(Optimizer):
             b = g.copy() if b is None else momentum * b + (1 - dampening) * g
             state["momentum_buffer"] = b
             g = g + momentum * b if group["nesterov"] else b
-        p.data -= lr * g
+        p.delta = lr * g

@@ -14,50 +14,68 @@ Each step of ``fit`` is the loop a lesson writes by hand::
 
 The batch's loss and its number of correct predictions are computed on the device and brought
 to the host together, right after the forward pass: one transfer per batch, which is also where a
-NaN loss is caught, before its backward pass and update can reach the weights.
+NaN loss is caught, before its backward pass and update can reach the weights. After the backward
+pass, one more transfer says whether every gradient is finite (one flag per parameter), so an
+infinite gradient of a finite loss is caught before its update too.
 
-Ctrl-C is held back while the optimizer updates the parameters, so a step is applied whole or not
-at all; ``fit`` then raises ``TrainingInterrupted``, which carries the history measured so far.
+An optimizer of ``dlscratch.optim`` applies a step whole or not at all, whatever raises inside it
+(``optim/optimizer.py``); ``fit`` holds back the signals that Python handles (Ctrl-C, a ``SIGALRM``
+timeout, ...) while a step is applied and recorded, so the history counts exactly the steps the
+weights have had. A ``KeyboardInterrupt`` then becomes ``TrainingInterrupted``, which carries the
+history measured so far.
 """
 
-import contextlib
 import math
 import numbers
-import signal
-import threading
 
 import numpy
 
 from .. import backend, memory
 from ..grad_mode import no_grad
+from ..optim.signals import signals_deferred
 from ..tensor import Tensor
 from .history import History
 from .progress import progress_bar
 
 
 class TrainingDiverged(FloatingPointError):
-    """The training loss became NaN or infinite: ``loss``, ``epoch``, ``step`` (within the epoch)
-    and ``global_step`` (since the start of ``fit``) say when; all counts start at 1. That step's
-    update is not applied: the parameters hold the weights after step ``global_step - 1``.
-    ``history`` holds what was recorded before (plot it to see the loss take off)."""
+    """The training loss, or the gradient of one parameter, became NaN or infinite: ``loss``,
+    ``epoch``, ``step`` (within the epoch) and ``global_step`` (since the start of ``fit``) say when;
+    all counts start at 1. ``parameter`` names the parameter whose gradient was not finite (its name
+    in ``model.named_parameters()``), or is None when the loss was not. That step's update is not
+    applied: the parameters hold the weights after step ``global_step - 1``. ``history`` holds what
+    was recorded before (plot it to see the loss take off)."""
 
-    def __init__(self, loss, epoch, step, global_step, lr=None, history=None):
+    def __init__(self, loss, epoch, step, global_step, lr=None, history=None, parameter=None):
         self.loss, self.epoch, self.step, self.global_step = loss, epoch, step, global_step
-        self.history = history
-        now = "" if lr is None else f" than lr={lr}"
-        super().__init__(
-            f"fit: the training loss became {loss} at epoch {epoch}, step {step} (step {global_step} overall), "
-            f"so training has diverged; that step's update was not applied, and the parameters hold the weights "
-            f"after step {global_step - 1}. Try a lower learning rate{now} (a tenth, say), and check that the "
-            "inputs hold no NaN or infinite values and are normalised."
-        )
+        self.history, self.parameter = history, parameter
+        when = f"at epoch {epoch}, step {step} (step {global_step} overall)"
+        kept = (f"that step's update was not applied, and the parameters hold the weights after step "
+                f"{global_step - 1}")
+        if parameter is None:
+            now = "" if lr is None else f" than lr={lr}"
+            super().__init__(
+                f"fit: the training loss became {loss} {when}, so training has diverged; {kept}. Try a lower "
+                f"learning rate{now} (a tenth, say), and check that the inputs hold no NaN or infinite values "
+                "and are normalised."
+            )
+        else:
+            super().__init__(
+                f"fit: the gradient of {parameter} holds NaN or infinite values {when}, though the loss, {loss}, "
+                f"is finite; {kept}. Look in the model and the loss for an operation evaluated where its slope "
+                "is infinite (sqrt or x ** 0.5 at 0, log at 0, division by 0); if the gradients grew step after "
+                "step, lower the learning rate."
+            )
 
 
 class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C (or another ``KeyboardInterrupt``) stopped ``fit`` in epoch ``epoch`` (counted from 1)
-    after ``global_step`` complete optimizer steps. The model holds the weights after that step:
-    a step is never left half applied. ``history`` holds every complete step's loss and every
-    complete epoch's means. A ``KeyboardInterrupt``, so a script still stops unless it catches it::
+    after ``global_step`` complete optimizer steps. With an optimizer of ``dlscratch.optim``, the
+    model holds the weights after that step, whatever raised the interrupt (a signal handler, the
+    loss, the loader): such an optimizer computes every update before it writes any, and the
+    signals that Python handles are held back while a step is written and recorded. ``history``
+    holds every complete step's loss and every complete epoch's means. A ``KeyboardInterrupt``, so a
+    script still stops unless it catches it::
 
         try:
             history = fit(model, F.cross_entropy, optimizer, train_loader, epochs=20)
@@ -107,14 +125,18 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     max_steps: stop after this many optimizer steps in all (the last epoch is then partial).
     scheduler: a learning-rate schedule (``optim.lr_scheduler``), stepped after each epoch; the
         history then records each epoch's learning rate as ``"lr"`` (the first parameter group's).
-    Raises ``TrainingDiverged`` (a ``FloatingPointError``) when the loss becomes NaN or infinite,
-    before that step's update, and ``TrainingInterrupted`` (a ``KeyboardInterrupt`` that carries the
-    history so far) on Ctrl-C; either way the model holds the weights after the last complete step.
+    Raises ``TrainingDiverged`` (a ``FloatingPointError``) when the loss or a gradient becomes NaN or
+    infinite, before that step's update, and ``TrainingInterrupted`` (a ``KeyboardInterrupt`` that
+    carries the history so far) on Ctrl-C; either way the model holds the weights after the last
+    complete step.
     Keeps freed memory in the process from then on (``dlscratch.memory.keep_freed_memory``; set
     ``DLSCRATCH_KEEP_MEMORY=0`` to leave the allocator alone).
     """
     metric_fns = _metric_functions("fit", metrics)
     _check_count("fit: epochs", epochs)
+    _check_reiterable("fit: train_loader", train_loader, epochs)
+    if val_loader is not None:
+        _check_reiterable("fit: val_loader", val_loader, epochs)
     if max_steps is not None:
         _check_count("fit: max_steps", max_steps)
     if scheduler is not None:
@@ -132,7 +154,7 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
                     scores = evaluate(model, val_loader, loss_fn, metrics)
                     results.update({f"val_{name}": value for name, value in scores.items()})
                 bar.set_postfix_str(_describe(results))
-            with _sigint_deferred():  # the schedule moves on exactly when the epoch is recorded
+            with signals_deferred():  # the schedule moves on exactly when the epoch is recorded
                 if scheduler is not None:
                     results["lr"] = optimizer.param_groups[0]["lr"]  # the rate this epoch trained at
                     scheduler.step()
@@ -158,7 +180,11 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
             raise TrainingDiverged(loss_value, epoch, meter.batches + 1, len(history.step_losses) + 1, lr, history)
         optimizer.zero_grad()
         loss.backward()
-        with _sigint_deferred():  # the update and its record: all or nothing
+        parameter = _nonfinite_gradient(model, optimizer)
+        if parameter is not None:
+            raise TrainingDiverged(loss_value, epoch, meter.batches + 1, len(history.step_losses) + 1,
+                                   history=history, parameter=parameter)
+        with signals_deferred():  # the update and its record: all or nothing
             optimizer.step()
             history.record_step(loss_value)
             meter.add(len(targets), loss_value, counts)
@@ -170,23 +196,22 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
     return meter
 
 
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold back SIGINT (Ctrl-C) until the block has run, then deliver it to the handler that was
-    there before (Python's raises ``KeyboardInterrupt``). Only the main thread receives signals;
-    elsewhere, or under a handler set outside Python, the block runs as it is."""
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is None:
-        yield
-        return
-    received = []
-    signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        signal.raise_signal(signal.SIGINT)
+def _nonfinite_gradient(model, optimizer):
+    """The name of the first parameter (``model.named_parameters()``) that ``optimizer`` updates and
+    whose gradient holds a NaN or an infinity, or None: one flag per parameter, computed on the
+    device and brought to the host in one copy."""
+    groups = getattr(optimizer, "param_groups", None)
+    params = [p for g in groups for p in g["params"]] if groups is not None else list(model.parameters())
+    params = [p for p in params if p.grad is not None]
+    if not params:
+        return None
+    xp = backend.get_array_module(params[0].grad.data)
+    finite = backend.to_cpu(xp.stack([xp.isfinite(p.grad.data).all() for p in params]))
+    if finite.all():
+        return None
+    bad = params[int(finite.argmin())]
+    names = {id(p): name for name, p in model.named_parameters()}
+    return names.get(id(bad), f"a parameter of shape {bad.shape} that is not in the model")
 
 
 def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
@@ -290,6 +315,16 @@ def _check_scheduler(scheduler, optimizer):
 def _check_count(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_reiterable(name, loader, epochs):
+    """Refuse a one-shot iterator (a generator, ``iter(...)``) that more than one epoch would read:
+    the first pass would use it up, and every later epoch would see no batches."""
+    if epochs > 1 and iter(loader) is loader:
+        raise TypeError(
+            f"{name} is a {type(loader).__name__}, used up after one pass: epochs 2 to {epochs} would see no "
+            "batches; pass something that can be read again, e.g. a DataLoader or a list of batches"
+        )
 
 
 def _describe(results):
