@@ -14,7 +14,6 @@ so that the lesson goes on from the solution's state. It prints one row per run 
 import os
 import re
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -83,17 +82,9 @@ def prove(lesson):
     roles = exercise_roles(notebook.cells)
     checks = {exercise: notebook.cells[i].source for i, (role, exercise) in roles.items() if role == "check"}
     rows, broken = [], []
-    # The kernel works in a folder of its own, so proofs can run side by side (pytest -n 2): a wrong answer
-    # written into myframework/ by one lesson's proof never reaches another's.
-    with tempfile.TemporaryDirectory(prefix=f"prove-{lesson.stem}-") as folder:
-        write_framework(folder)  # the earlier lessons' pieces, whatever order the lessons are proven in
-        client = NotebookClient(notebook, timeout=1200, kernel_name="python3", resources={"metadata": {"path": folder}})
-        _prove_cells(client, notebook, roles, checks, rows, broken)
-    return rows, broken
-
-
-def _prove_cells(client, notebook, roles, checks, rows, broken):
-    """Run the lesson's cells in ``client``'s kernel; at each solution cell, every variant and its check."""
+    write_framework(lesson.parent)  # the earlier lessons' pieces, whatever order the lessons are proven in
+    client = NotebookClient(notebook, timeout=1200, kernel_name="python3",
+                            resources={"metadata": {"path": str(lesson.parent)}})
     with client.setup_kernel():
         for index, cell in enumerate(notebook.cells):
             role, exercise = roles.get(index, (None, None))
@@ -119,6 +110,7 @@ def _prove_cells(client, notebook, roles, checks, rows, broken):
                     if cell_error and name != "stub":
                         outcome = f"the answer itself failed: {cell_error}"
                 rows.append((exercise, name, "pass" if must_pass else "fail", outcome, surprise))
+    return rows, broken
 
 
 def main(prefixes):
