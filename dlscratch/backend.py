@@ -73,7 +73,12 @@ def strict_stand_in():
 
 
 def has_kernels():
-    """True when CUDA kernels can run: a real, usable GPU (the strict stand-in has none)."""
+    """True when CUDA kernels can run: a real, usable GPU, or the strict stand-in (which translates them)."""
+    return gpu_available()
+
+
+def real_gpu():
+    """True on a real, usable GPU: False on NumPy and on the strict stand-in, whose timings mean nothing."""
     return gpu_available() and not strict_stand_in()
 
 
@@ -229,25 +234,45 @@ def scatter_add(a, indices, values):
 _kernels = {}  # compiled elementwise kernels, by their source
 
 
-def elementwise_kernel(in_params, out_params, body, name, preamble=""):
+def elementwise_kernel(in_params, out_params, body, name, preamble="", twin=None):
     """A ``cupy.ElementwiseKernel`` (made once per source, then cached; CUDA compiles it on first call).
 
     The kernel runs one thread per output element; ``i`` is that element's index. ``preamble``:
     CUDA code placed before the kernel (helper functions). Only CuPy has kernels: on a machine
-    without a usable GPU this raises ``RuntimeError`` saying why.
+    without a usable GPU this raises ``RuntimeError`` saying why. The strict stand-in runs them on the
+    CPU, translating the C body (``strict_kernels.py``), so CI tests the kernels a GPU runs. ``twin``: a
+    NumPy function that computes the same outputs from the same arguments; the stand-in then runs the C
+    body of a launch of more than ``strict_kernels.FULL_RUN_THREADS`` threads on a sample of them and
+    checks the sample against the twin (a real GPU ignores it).
     """
-    key = (in_params, out_params, body, name, preamble)
+    key = (in_params, out_params, body, name, preamble, twin)
     if key not in _kernels:
-        if strict_stand_in():
-            raise RuntimeError(f"elementwise_kernel {name!r}: the strict CuPy stand-in runs no CUDA kernels; "
-                               "ask backend.has_kernels() before choosing a kernel")
         if not gpu_available():
             raise RuntimeError(
                 f"elementwise_kernel {name!r} needs CuPy and a GPU: {gpu_unavailable_reason()}; "
                 "on NumPy use a method that does not need a kernel"
             )
-        _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, body, name, preamble=preamble)
+        extra = {"twin": twin} if strict_stand_in() else {}
+        _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, body, name, preamble=preamble, **extra)
     return _kernels[key]
+
+
+@contextlib.contextmanager
+def ledger():
+    """Count what the code inside makes the GPU do, by call site; yield the ``Ledger`` (``ledger.py``).
+
+        with backend.ledger() as book:
+            step()
+        print(book.table())
+
+    On the strict stand-in (``DLSCRATCH_STRICT_GPU=1``) it counts as CuPy would launch; on a real GPU it
+    asks CUPTI through torch.profiler; on NumPy it counts nothing. Ledgers may nest.
+    """
+    from . import ledger as launches
+
+    real_gpu = xp is not numpy and not strict_stand_in()
+    with launches.counting(cupy if real_gpu else None) as book:
+        yield book
 
 
 def describe():

@@ -18,8 +18,9 @@ like CuPy's:
 - returns 0-d arrays, not NumPy scalars, from reductions and scalar indexing;
 - lets NumPy's functions run on it (``np.exp(a)`` gives a stand-in array, as CuPy's dispatch does).
 
-It cannot run CUDA kernels (``ElementwiseKernel`` raises); ``backend.has_kernels()`` is False on it,
-so the fast path takes its array-expression route. Timings on it mean nothing. Where CuPy is lenient
+It runs CuPy's ``ElementwiseKernel`` by translating the kernel's C body (``strict_kernels.py``), so
+``backend.has_kernels()`` is True on it and the fast path runs the same kernels as on a GPU; it has no
+``ReductionKernel`` or ``RawKernel`` (dlscratch uses none). Timings on it mean nothing. Where CuPy is lenient
 and the stand-in cannot tell (indices and assigned values may be host arrays), it is lenient too.
 """
 
@@ -30,6 +31,7 @@ import weakref
 
 import numpy
 
+from . import ledger
 from . import strict_signatures as cupy_api
 
 _NAME = "strict CuPy stand-in (NumPy on the CPU)"
@@ -123,11 +125,63 @@ def _function(numpy_function, where, namespace, name, owner=None):
         spec = cupy_api.check_call(namespace, name, args, kwargs)
         args, kwargs = _strict(args, where), _strict(kwargs, where)
         result = numpy_function(*args, **kwargs)
-        return _wrap_all(result, None if cupy_api.lays_out_as_numpy(spec) else (owner, args, kwargs))
+        wrapped = _wrap_all(result, None if cupy_api.lays_out_as_numpy(spec) else (owner, args, kwargs))
+        if ledger.open_ledgers:
+            _count_call(name, owner, args, kwargs, wrapped)
+        return wrapped
 
     strict_function.__name__ = getattr(numpy_function, "__name__", where)
     strict_function.__doc__ = f"NumPy's {where}, refusing NumPy arrays, returning stand-in arrays."
     return strict_function
+
+
+# --- the launch ledger's hooks: each asks ledger.open_ledgers first; ledger.py holds the rules ----------------
+
+
+def _new_arrays(result, inputs):
+    """The NumPy arrays in a (wrapped) result that are new: not views of ``inputs``, None for a None result."""
+    if result is None:
+        return None
+    arrays = list(_arrays_in([_lenient(result)]))
+    given = list(_arrays_in(inputs))
+    return [a for a in arrays if not any(numpy.may_share_memory(a, b) for b in given)]
+
+
+def _count_call(name, owner, args, kwargs, result):
+    inputs = ([owner] if owner is not None else []) + [a for a in args if isinstance(a, numpy.ndarray)]
+    ledger.record_all(ledger.call(name, inputs, args, kwargs, _new_arrays(result, [owner, args, kwargs])))
+
+
+def _count_indexing(key, operation, new_result=None):
+    indices = ledger.advanced_indices(key)
+    if indices is not None:
+        events = ledger.index_kernels(indices, operation)
+        ledger.record_all(events + ([("allocation", operation, 1)] if new_result is not None else []))
+
+
+def _count_assignment(target, key, value):
+    on_host = isinstance(value, numpy.ndarray)
+    if ledger.advanced_indices(key) is not None:
+        upload = [("copy_to_device", "setitem", 1)] if on_host and value.ndim else []
+        ledger.record_all(upload)
+        _count_indexing(key, "scatter_update")
+    else:
+        ledger.record_all(ledger.assignment(target[_lenient(key)], _lenient(value), on_host))
+
+
+def _count_to_host(what):
+    if ledger.open_ledgers:  # cupy/_core/core.pyx: __float__, __int__, __repr__... are self.get(); get synchronizes
+        ledger.record_all([("copy_to_host", what, 1), ("wait", what, 1)])
+
+
+def _count_wait(what):
+    if ledger.open_ledgers:
+        ledger.record("wait", what)
+
+
+def _count_upload(what):
+    if ledger.open_ledgers:  # core.pyx array(): copy_from_host_async into a new array
+        ledger.record_all([("copy_to_device", what, 1), ("allocation", what, 1)])
 
 
 class _Ufunc:
@@ -159,8 +213,13 @@ def _apply_ufunc(ufunc, method, args, kwargs):
     args, kwargs = _strict(args, where), _strict(kwargs, where)
     result = getattr(ufunc, method)(*args, **kwargs)
     if out is not None:
-        return out[0] if type(out) is tuple and len(out) == 1 else out
-    return _wrap_all(result, (args, kwargs))
+        result = out[0] if type(out) is tuple and len(out) == 1 else out
+    else:
+        result = _wrap_all(result, (args, kwargs))
+    if ledger.open_ledgers:
+        outputs = list(_arrays_in([_lenient(result)]))
+        ledger.record_all(ledger.ufunc(ufunc.__name__, method, args, out is not None, outputs))
+    return result
 
 
 
@@ -202,9 +261,12 @@ class ndarray:  # noqa: N801 (CuPy's name)
     def __init__(self, shape, dtype=float, order="C"):
         self._a = numpy.empty(shape, dtype, order=order)
         _owners[id(self._a)] = self
+        if ledger.open_ledgers:
+            ledger.record("allocation", "ndarray")
 
     def get(self, stream=None, order="C", out=None):
         """A NumPy copy on the host (CuPy's ``ndarray.get``)."""
+        _count_to_host("get")
         if out is not None:
             numpy.copyto(out, self._a)
             return out
@@ -245,9 +307,14 @@ class ndarray:  # noqa: N801 (CuPy's name)
         return None if base is None else _wrap(base) if isinstance(base, numpy.ndarray) else None
 
     def __getitem__(self, key):
-        return _wrap(self._a[_lenient(key)])
+        result = _wrap(self._a[_lenient(key)])
+        if ledger.open_ledgers:
+            _count_indexing(key, "take", result)
+        return result
 
     def __setitem__(self, key, value):
+        if ledger.open_ledgers:
+            _count_assignment(self._a, key, value)
         self._a[_lenient(key)] = _lenient(value)
 
     def __divmod__(self, other):
@@ -260,34 +327,42 @@ class ndarray:  # noqa: N801 (CuPy's name)
         return (self[i] for i in range(len(self._a)))
 
     def __bool__(self):
+        _count_to_host("bool")
         return bool(self._a)
 
     def __float__(self):
+        _count_to_host("float")
         return float(self._a)
 
     def __int__(self):
+        _count_to_host("int")
         return int(self._a)
 
     def __index__(self):
+        _count_to_host("index")
         return self._a.__index__()
 
     def __complex__(self):
+        _count_to_host("complex")
         return complex(self._a)
 
     def __repr__(self):
+        _count_to_host("repr")
         return repr(self._a)
 
     def __str__(self):
+        _count_to_host("str")
         return str(self._a)
 
     def __format__(self, spec):
+        _count_to_host("format")
         return format(self._a, spec)
 
     def __copy__(self):
-        return _wrap(self._a.copy())
+        return self.copy()
 
     def __deepcopy__(self, memo):
-        return _wrap(self._a.copy())
+        return self.copy()
 
     def __reduce__(self):
         return _wrap, (self._a,)
@@ -301,6 +376,7 @@ def asarray(a, dtype=None, order=None):
     """An array on the stand-in device: a host array is copied (as CuPy copies to the GPU)."""
     if type(a) is ndarray:
         return a if dtype is None or a.dtype == numpy.dtype(dtype) else a.astype(dtype)
+    _count_upload("asarray")
     return _wrap(numpy.array(_lenient(a), dtype=dtype, order=order or "K"))
 
 
@@ -308,6 +384,10 @@ def array(a, dtype=None, copy=True, order="K", ndmin=0):
     """A new stand-in array (a copy unless ``copy=False`` allows otherwise)."""
     if type(a) is ndarray and not copy:
         return asarray(a, dtype)
+    if type(a) is ndarray and ledger.open_ledgers:  # core.pyx array(): a device array is astype'd (a copy kernel)
+        ledger.record_all([("kernel", "copy", 1), ("allocation", "array", 1)])
+    elif type(a) is not ndarray:
+        _count_upload("array")
     return _wrap(numpy.array(_lenient(a), dtype=dtype, order=order, ndmin=ndmin))
 
 
@@ -315,7 +395,10 @@ asanyarray = asarray
 
 
 def ascontiguousarray(a, dtype=None):
-    return _wrap(numpy.ascontiguousarray(_strict(a, "ascontiguousarray"), dtype=dtype))
+    result = _wrap(numpy.ascontiguousarray(_strict(a, "ascontiguousarray"), dtype=dtype))
+    if ledger.open_ledgers and result is not a:  # core.pyx ascontiguousarray: elementwise_copy into a new array
+        ledger.record_all([("kernel", "copy", 1), ("allocation", "ascontiguousarray", 1)])
+    return result
 
 
 def asnumpy(a, stream=None, order="C", out=None):
@@ -337,10 +420,23 @@ def fuse(*args, **kwargs):
 
 class _NoKernel:
     def __init__(self, *args, **kwargs):
-        raise NotImplementedError(f"the {_NAME} cannot compile or run CUDA kernels; use backend.has_kernels()")
+        raise NotImplementedError(f"the {_NAME} runs ElementwiseKernel (translating its C body, see "
+                                  f"strict_kernels.py) but not {type(self).__name__}: dlscratch uses none")
 
 
-ElementwiseKernel = ReductionKernel = RawKernel = RawModule = _NoKernel
+class ReductionKernel(_NoKernel):
+    pass
+
+
+class RawKernel(_NoKernel):
+    pass
+
+
+class RawModule(_NoKernel):
+    pass
+
+
+from .strict_kernels import ElementwiseKernel  # noqa: E402, F401 (CuPy's name; strict_kernels needs the ndarray above)
 
 
 class _Namespace:
@@ -390,7 +486,7 @@ class _Stream:
         self.null = null
 
     def synchronize(self):
-        pass
+        _count_wait("stream.synchronize")
 
     def record(self, event=None):
         event = event or _Event()
@@ -418,7 +514,7 @@ class _Event:
         self.time = time.perf_counter()
 
     def synchronize(self):
-        pass
+        _count_wait("event.synchronize")
 
 
 class _Device:
@@ -426,7 +522,7 @@ class _Device:
         self.id = int(device)
 
     def synchronize(self):
-        pass
+        _count_wait("device.synchronize")
 
     def use(self):
         return self
@@ -456,7 +552,7 @@ _runtime = types.SimpleNamespace(
     getDeviceCount=lambda: 1,
     getDeviceProperties=lambda device: {"name": _NAME.encode(), "totalGlobalMem": 0, "multiProcessorCount": 0},
     runtimeGetVersion=lambda: 0,
-    deviceSynchronize=lambda: None,
+    deviceSynchronize=lambda: _count_wait("deviceSynchronize"),
 )
 _null_stream = _Stream(null=True)
 _memory_pool = _MemoryPool()
@@ -477,6 +573,10 @@ def _scatter_add(a, slices, value):
     """cupyx.scatter_add: ``a[slices] += value`` where repeated indices all add up."""
     if type(a) is not ndarray:
         _refuse(a, "cupyx.scatter_add")
+    if ledger.open_ledgers:  # _routines_indexing.pyx _scatter_op(..., "add"): a basic index adds with one kernel
+        _count_indexing(slices, "scatter_add")
+        if ledger.advanced_indices(slices) is None:
+            ledger.record("kernel", "add")
     numpy.add.at(a._a, _lenient(slices), _strict(value, "cupyx.scatter_add"))
 
 

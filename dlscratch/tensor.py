@@ -119,7 +119,7 @@ class Tensor:
     writes into the array cannot change, use ``dlscratch.tensor(data)``."""
 
     __slots__ = ("_data", "_version_counter", "_grad", "_requires_grad", "creator", "retains_grad", "name",
-                 "__weakref__")
+                 "deferred_check", "__weakref__")
     __array_ufunc__ = None  # make NumPy defer to Tensor's reflected operators: array + tensor -> Tensor
 
     def __init__(self, data, requires_grad=False, dtype=None, device=None, name=None):
@@ -130,6 +130,7 @@ class Tensor:
         self.creator = None
         self.retains_grad = False
         self.name = name
+        self.deferred_check = None
 
     @classmethod
     def _make(cls, data, requires_grad, version_counter=None):
@@ -138,7 +139,7 @@ class Tensor:
         t = cls.__new__(cls)
         t._data, t._requires_grad, t.retains_grad = data, requires_grad, False
         t._version_counter = version_counter
-        t._grad = t.creator = t.name = None
+        t._grad = t.creator = t.name = t.deferred_check = None
         return t
 
     # ----- what it is -----
@@ -200,7 +201,16 @@ class Tensor:
         return len(self._data)
 
     def item(self):
-        return self._data.item()
+        return self._read(self._data.item())
+
+    def _read(self, value):
+        """``value``, just read from this tensor to the host. When it holds a NaN or an infinity and the tensor
+        carries a ``deferred_check`` (a check its maker left on the device instead of waiting for it, such as
+        the GPU cross-entropy's labels, ``fast/loss.py``), the check runs here, where the host has waited
+        anyway, and raises its error."""
+        if self.deferred_check is not None and not _finite(value):
+            self.deferred_check()
+        return value
 
     def _value(self, op):
         """The one element, as a Python number, for ``float()``, ``int()`` and ``tensor([...])``."""
@@ -209,7 +219,7 @@ class Tensor:
                     "reduce it first (e.g. .sum()) or index one element")
             raise ValueError(f"{op}: only one element tensors can be converted to Python scalars, and this one has "
                              f"shape {self.shape} ({self._data.size} elements); {hint}")
-        return self._data.item()
+        return self._read(self._data.item())
 
     def __float__(self):
         return float(self._value("float"))
@@ -231,10 +241,10 @@ class Tensor:
         a tensor that requires grad: a write into the array would change a graph's values unseen."""
         if self._requires_grad:
             raise RuntimeError(REQUIRES_GRAD_NUMPY)
-        return backend.to_cpu(self._data)
+        return self._read(backend.to_cpu(self._data))
 
     def tolist(self):
-        return backend.to_cpu(self._data).tolist()
+        return self._read(backend.to_cpu(self._data)).tolist()
 
     def __getstate__(self):
         """Pickle a leaf: its data, ``requires_grad``, ``grad`` and name. A tensor computed in a
@@ -247,6 +257,7 @@ class Tensor:
     def __setstate__(self, state):
         self._data, self._requires_grad, self._grad = state["data"], state["requires_grad"], state["grad"]
         self.name, self.creator, self.retains_grad, self._version_counter = state["name"], None, False, None
+        self.deferred_check = None
 
     def __repr__(self):
         data = numpy.array2string(backend.to_cpu(self._data), prefix="Tensor(", separator=", ", threshold=50)
@@ -342,7 +353,9 @@ class Tensor:
 
     def detach(self):
         """The same data (and version counter), cut from the graph."""
-        return Tensor._make(self._data, False, counter_of(self))
+        detached = Tensor._make(self._data, False, counter_of(self))
+        detached.deferred_check = self.deferred_check
+        return detached
 
     def clone(self):
         """A copy with memory of its own, in the graph (gradients flow back to this tensor)."""
@@ -573,6 +586,12 @@ class MaxResult(tuple):
 
     values = property(lambda self: self[0])
     indices = property(lambda self: self[1])
+
+
+def _finite(value):
+    """True when a value read to the host (a number or a NumPy array) holds no NaN or infinity."""
+    values = numpy.asarray(value)
+    return values.dtype.kind not in "fc" or bool(numpy.isfinite(values).all())
 
 
 def _raw(x):

@@ -74,13 +74,22 @@ def gpu():
 
 @pytest.fixture
 def cuda_kernels():
-    """CuPy on a real GPU, for a test of CUDA kernels; skipped where there is none, and on the strict
-    CuPy stand-in (``DLSCRATCH_STRICT_GPU=1``), which computes with NumPy and runs no kernels."""
+    """CuPy's kernels, for a test of CUDA kernels: a real GPU, or the strict CuPy stand-in
+    (``DLSCRATCH_STRICT_GPU=1``), which translates them and runs them on the CPU; skipped where neither is."""
     if not dl_backend.has_kernels():
-        reason = "the strict CuPy stand-in runs no CUDA kernels" if dl_backend.strict_stand_in() else (
-            f"no usable GPU: {dl_backend.gpu_unavailable_reason()}")
-        pytest.skip(reason)
+        pytest.skip(f"no usable GPU: {dl_backend.gpu_unavailable_reason()}")
     return dl_backend.cupy
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """The strict CuPy stand-in playing the GPU for one test (``backend.xp`` is it); yields its module. The
+    backend is as it was afterwards."""
+    for name in ("cupy", "cupyx", "_gpu_status", "xp"):
+        monkeypatch.setattr(dl_backend, name, getattr(dl_backend, name))
+    dl_backend.use_strict_stand_in()
+    dl_backend.use("gpu")
+    yield dl_backend.cupy
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ SUITES = {
     "pool": "dlscratch.bench.pool",
     "cnn": "dlscratch.bench.cnn",
     "lstm": "dlscratch.bench.lstm",
+    "launches": "dlscratch.bench.launches",
 }
 
 

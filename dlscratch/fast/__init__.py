@@ -18,9 +18,13 @@ The tricks, and where each lives:
   keeps without a copy.
 - ``pooling.py``: the separable maximum with 1-byte winner offsets, and the max-pool backward
   variants lesson 05 compares; ``dropout.py``: masks drawn in the input's layout.
-- ``optim.py``: parameter updates without temporaries (``out=``).
+- ``elementwise.py``: ReLU's backward on the GPU in one kernel.
+- ``loss.py``: cross-entropy on the GPU in two kernels and a sum, its label check without a host wait.
+- ``optim.py``: parameter updates without temporaries (``out=``); on the GPU one fused kernel per
+  parameter (``optim_kernels.py``).
 - ``matmul.py``: outer products (weight gradients at batch size 1) as padded GEMMs.
-- ``lstm.py``: the LSTM's point-wise half as one fused CUDA kernel (``lstm_kernels.py``).
+- ``lstm.py``: the LSTM's point-wise half as one fused CUDA kernel (``lstm_kernels.py``);
+  ``lstm_layer.py``: a layer's time loop on the GPU without copies or memsets, two launches per step.
 - ``tuning.py``: every machine-tuned size above, with the measurement behind it.
 
 Two speed-ups are not here, because they are not implementations of one operation: keeping freed
@@ -28,4 +32,4 @@ memory in the process (``dlscratch/memory.py``, switched on explicitly) and the 
 (``dlscratch/function.py`` lists them).
 """
 
-from . import conv, dropout, im2col, lstm, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)
+from . import conv, dropout, elementwise, im2col, loss, lstm, lstm_layer, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)

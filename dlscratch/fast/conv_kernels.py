@@ -13,7 +13,7 @@ neighbouring threads touch neighbouring memory. Indexing a raw array with a list
 
 from .. import backend
 
-_IM2COL_BODY = """
+IM2COL_BODY = """
 const ptrdiff_t b = i % N;  // the image (n and i are CuPy's names)
 const ptrdiff_t ox = i / N % Wo;
 const ptrdiff_t oy = i / (N * Wo) % Ho;
@@ -30,7 +30,7 @@ if (0 <= y && y < H && 0 <= x && x < W) {
 }
 """
 
-_COL2IM_BODY = """
+COL2IM_BODY = """
 const ptrdiff_t b = i % N;  // the image (n and i are CuPy's names)
 const ptrdiff_t x = i / N % W + pw;
 const ptrdiff_t y = i / (N * W) % H + ph;
@@ -49,24 +49,50 @@ for (ptrdiff_t ky = 0; ky < kh; ++ky) {
 img = total;
 """
 
-_SIZES = ", ".join(f"int32 {name}" for name in ("N", "C", "H", "W", "Ho", "Wo", "kh", "kw", "sh", "sw", "ph", "pw"))
+SIZE_PARAMS = ", ".join(f"int32 {name}" for name in
+                        ("N", "C", "H", "W", "Ho", "Wo", "kh", "kw", "sh", "sw", "ph", "pw"))
 
 
-def _sizes(g):
+def size_arguments(g):
     return (g.N, g.C, g.H, g.W, g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw)
+
+
+def _geometry_of(sizes):
+    from ..functions.im2col import geometry
+
+    N, C, H, W, _, _, kh, kw, sh, sw, ph, pw = (int(s) for s in sizes)
+    return geometry((N, C, H, W), (kh, kw), (sh, sw), (ph, pw), "kernel")
+
+
+# The NumPy twins of the kernels (the slice methods): the strict CuPy stand-in runs a large launch's C body on a
+# sample of its threads and checks them against the twin, which computes the rest (see ``strict_kernels.py``).
+def _im2col_twin(img, *sizes_and_col):
+    from .im2col import im2col_slices
+
+    *sizes, col = sizes_and_col
+    im2col_slices(img, _geometry_of(sizes), out=col)
+
+
+def _col2im_twin(cols, *sizes_and_img):
+    from .im2col import col2im_slices
+
+    *sizes, img = sizes_and_img
+    img[...] = col2im_slices(cols, _geometry_of(sizes)).transpose(1, 2, 3, 0)
 
 
 def im2col_kernel(x, g, out=None):
     """``x: (N, C, H, W)`` (a CuPy array) -> ``cols: (C*kh*kw, Ho*Wo*N)`` for geometry ``g`` (into ``out``)."""
-    kernel = backend.elementwise_kernel(f"raw T img, {_SIZES}", "T col", _IM2COL_BODY, "dlscratch_im2col")
+    kernel = backend.elementwise_kernel(f"raw T img, {SIZE_PARAMS}", "T col", IM2COL_BODY, "dlscratch_im2col",
+                                        twin=_im2col_twin)
     cols = backend.get_array_module(x).empty(g.cols_shape, dtype=x.dtype) if out is None else out
-    kernel(x, *_sizes(g), cols)
+    kernel(x, *size_arguments(g), cols)
     return cols
 
 
 def col2im_kernel(cols, g):
     """``cols: (C*kh*kw, Ho*Wo*N)`` -> ``(N, C, H, W)``, stored batch-last ``(C, H, W, N)`` like ``col2im_slices``."""
-    kernel = backend.elementwise_kernel(f"raw T cols, {_SIZES}", "T img", _COL2IM_BODY, "dlscratch_col2im")
+    kernel = backend.elementwise_kernel(f"raw T cols, {SIZE_PARAMS}", "T img", COL2IM_BODY, "dlscratch_col2im",
+                                        twin=_col2im_twin)
     img = backend.get_array_module(cols).empty((g.C, g.H, g.W, g.N), dtype=cols.dtype)
-    kernel(cols, *_sizes(g), img)
+    kernel(cols, *size_arguments(g), img)
     return img.transpose(3, 0, 1, 2)

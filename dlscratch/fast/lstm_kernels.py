@@ -20,13 +20,14 @@ template <typename T> __device__ T lstm_sigmoid(T x) {
 }
 """
 
-# ``i`` and ``n`` are CuPy's own names in a kernel body (the element index and count).
-_FORWARD_BODY = """
-const T a_i = lstm_sigmoid(z_i + p_i * c_prev);
-const T a_f = lstm_sigmoid(z_f + p_f * c_prev);
-const T a_g = tanh(z_g);
+# ``i`` and ``n`` are CuPy's own names in a kernel body (the element index and count). The forward is one
+# template: the pre-activation of each gate differs between the cell (peepholes) and a layer's loop (below).
+_FORWARD_TEMPLATE = """
+const T a_i = lstm_sigmoid({i});
+const T a_f = lstm_sigmoid({f});
+const T a_g = tanh({g});
 c = a_f * c_prev + a_i * a_g;
-const T a_o = lstm_sigmoid(z_o + p_o * c);
+const T a_o = lstm_sigmoid({o});
 tanh_c = tanh(c);
 h = a_o * tanh_c;
 z_i = a_i;
@@ -34,18 +35,29 @@ z_f = a_f;
 z_g = a_g;
 z_o = a_o;
 """
+_FORWARD_BODY = _FORWARD_TEMPLATE.format(i="z_i + p_i * c_prev", f="z_f + p_f * c_prev", g="z_g", o="z_o + p_o * c")
 
-_BACKWARD_BODY = """
-const T d_o = gh * tanh_c * a_o * (1 - a_o);
-const T dc = gc + gh * a_o * (1 - tanh_c * tanh_c) + d_o * p_o;
+# The backward template: ``{gh}`` is the gradient of h, ``{peep_c}`` and ``{peep_prev}`` the peephole terms.
+_BACKWARD_TEMPLATE = """
+{gh}
+const T d_o = g_h * tanh_c * a_o * (1 - a_o);
+const T dc = gc + g_h * a_o * (1 - tanh_c * tanh_c){peep_c};
 const T d_i = dc * a_g * a_i * (1 - a_i);
 const T d_f = dc * c_prev * a_f * (1 - a_f);
 gz_i = d_i;
 gz_f = d_f;
 gz_g = dc * a_i * (1 - a_g * a_g);
 gz_o = d_o;
-gc_prev = dc * a_f + d_i * p_i + d_f * p_f;
+gc_prev = dc * a_f{peep_prev};
 """
+_BACKWARD_BODY = _BACKWARD_TEMPLATE.format(gh="const T g_h = gh;", peep_c=" + d_o * p_o",
+                                           peep_prev=" + d_i * p_i + d_f * p_f")
+
+# A layer's time loop (``lstm_layer.py``) has no peepholes, and adds two inputs inside the kernels that the plain
+# path adds in passes of their own: the step's recurrent product ``r = h_prev @ W_hh.T`` to the input projection
+# ``z``, and the output's gradient ``gy`` to the state's ``gh``.
+_FORWARD_RECURRENT_BODY = _FORWARD_TEMPLATE.format(i="z_i + r_i", f="z_f + r_f", g="z_g + r_g", o="z_o + r_o")
+_BACKWARD_RECURRENT_BODY = _BACKWARD_TEMPLATE.format(gh="const T g_h = gh + gy;", peep_c="", peep_prev="")
 
 
 def _gates(z):
@@ -54,10 +66,16 @@ def _gates(z):
     return [z[:, k * H:(k + 1) * H] for k in range(4)]
 
 
+_zero_peepholes = {}  # (array type, H, dtype) -> zeros, made once: a fresh one per step was a memset per launch
+
+
 def _peepholes(peephole, like):
     if peephole is not None:
         return peephole
-    zero = backend.get_array_module(like).zeros(like.shape[1], dtype=like.dtype)
+    key = (type(like), like.shape[1], like.dtype)
+    if key not in _zero_peepholes:
+        _zero_peepholes[key] = backend.get_array_module(like).zeros(like.shape[1], dtype=like.dtype)
+    zero = _zero_peepholes[key]
     return zero, zero, zero
 
 
@@ -79,3 +97,24 @@ def backward_kernel(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev):
         _BACKWARD_BODY, "dlscratch_lstm_backward", preamble=_PREAMBLE,
     )
     kernel(*_gates(gates), c_prev, tanh_c, gh, gc, *_peepholes(peephole, c_prev), *_gates(gz), gc_prev)
+
+
+def forward_recurrent_kernel(z, r, c_prev, h, c, tanh_c):
+    """A layer's step: ``z + r`` (``(N, 4H)`` each; ``z`` becomes the activated gates) -> ``h, c, tanh_c: (N, H)``."""
+    kernel = backend.elementwise_kernel(
+        "T r_i, T r_f, T r_g, T r_o, T c_prev",
+        "T z_i, T z_f, T z_g, T z_o, T c, T h, T tanh_c",
+        _FORWARD_RECURRENT_BODY, "dlscratch_lstm_layer_forward", preamble=_PREAMBLE,
+    )
+    kernel(*_gates(r), c_prev, *_gates(z), c, h, tanh_c)
+
+
+def backward_recurrent_kernel(gates, c_prev, tanh_c, gh, gy, gc, gz, gc_prev):
+    """A layer's step backward: ``gh + gy`` is the gradient of ``h`` (``gy`` may be the number 0); writes
+    ``gz: (N, 4H)`` and ``gc_prev: (N, H)``, which may be ``gc`` itself (each thread reads its element first)."""
+    kernel = backend.elementwise_kernel(
+        "T a_i, T a_f, T a_g, T a_o, T c_prev, T tanh_c, T gh, T gy, T gc",
+        "T gz_i, T gz_f, T gz_g, T gz_o, T gc_prev",
+        _BACKWARD_RECURRENT_BODY, "dlscratch_lstm_layer_backward", preamble=_PREAMBLE,
+    )
+    kernel(*_gates(gates), c_prev, tanh_c, gh, gy, gc, *_gates(gz), gc_prev)

@@ -15,6 +15,7 @@ Max-pool backward variants (``max_pool2d(..., backward=...)``), one function eac
   over each window's rows, then over its columns (see ``MaxPool2d``), and forward keeps the
   offset of each stage's winner (1 byte each). Backward retraces the two stages: ``gy`` goes to
   the view of the winning column, then to the view of the winning row. No scatter, no atomics.
+  On a GPU the same rule runs as one kernel forward and one backward (``pooling_kernels.py``).
 - ``"mask"`` (the Qiita article's fix): forward keeps a 0/1 mask per offset, ``view == max``; backward
   multiplies. **Ties**: every maximal element of a window keeps a 1, so each receives the full
   gradient (a window of four equal numbers passes on four times ``gy``). PyTorch and the other
@@ -50,6 +51,7 @@ from ..functions.pooling import _geometry
 from ..functions.pooling import avg_pool2d as reference_avg_pool2d
 from ..functions.pooling import max_pool2d as reference_max_pool2d
 from ..paths import fast_version_of
+from . import pooling_kernels
 from .layout import in_layout_of, new_array
 
 
@@ -237,6 +239,13 @@ class MaxPool2d(Function):
     def forward(self, x):
         g = self.g
         xp = backend.get_array_module(x)
+        self.winner = None
+        if self.how == "offsets" and pooling_kernels.runs_on_kernels(x):  # the same winners, in one kernel
+            self.like = x
+            y = new_array((g.N, g.C, g.Ho, g.Wo), x, x.dtype)
+            self.winner = xp.empty((g.N, g.C, g.Ho, g.Wo), dtype=xp.int64)
+            pooling_kernels.max_pool_forward(x, g, y, self.winner)
+            return y
         padded = pad(x, g, -float("inf"))
         rows, row_offset = running_max(axis_views(padded, g, 2), first_real(g, 2, xp) if g.ph else None)
         y, col_offset = running_max(axis_views(rows, g, 3), first_real(g, 3, xp) if g.pw else None)
@@ -250,6 +259,11 @@ class MaxPool2d(Function):
         return y
 
     def backward(self, gy):
+        if self.winner is not None:
+            g = self.g
+            gx = new_array((g.N, g.C, g.H, g.W), self.like, gy.dtype)
+            pooling_kernels.max_pool_backward(gy, self.winner, g, gx)
+            return gx
         gy = in_layout_of(gy, self.like)  # one transposing copy here is cheaper than mixed layouts below
         if self.how == "offsets":
             return max_pool_backward_offsets(gy, self.row_offset, self.col_offset, self.g, self.like)

@@ -2,6 +2,7 @@
 
 from ..backend import get_array_module
 from ..function import Function
+from ..paths import dispatch
 
 
 class Exp(Function):
@@ -120,5 +121,6 @@ def sigmoid(x):
     return Sigmoid()(x)
 
 
+@dispatch
 def relu(x):
     return ReLU()(x)

@@ -2,6 +2,7 @@
 
 from ..backend import get_array_module
 from ..function import Function
+from ..paths import dispatch
 from .softmax import log_softmax_array
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -25,17 +26,26 @@ class CrossEntropy(Function):
         _check_reduction("cross_entropy", reduction)
         self.reduction = reduction
 
-    def forward(self, logits, labels):
-        xp = get_array_module(logits)
+    @staticmethod
+    def check_shapes(logits, labels):
         if logits.ndim != 2 or labels.shape != (logits.shape[0],):
             raise ValueError(
                 f"expected logits of shape (N, C) and labels of shape (N,), got {logits.shape} and {labels.shape}"
             )
         if labels.dtype.kind not in "iu":
             raise ValueError(f"labels must be integer class indices, got dtype {labels.dtype}")
-        n, c = logits.shape
-        if n and (int(labels.min()) < 0 or int(labels.max()) >= c):
+
+    @staticmethod
+    def check_labels(labels, c):
+        """Raise ValueError unless every label lies in ``[0, c)`` (reading two numbers from the labels' device)."""
+        if labels.size and (int(labels.min()) < 0 or int(labels.max()) >= c):
             raise ValueError(f"labels must lie in [0, {c}), got values from {int(labels.min())} to {int(labels.max())}")
+
+    def forward(self, logits, labels):
+        xp = get_array_module(logits)
+        self.check_shapes(logits, labels)
+        n, c = logits.shape
+        self.check_labels(labels, c)
         self.labels = labels
         self.log_p = log_softmax_array(logits, axis=1)
         losses = -self.log_p[xp.arange(n), labels]
@@ -85,6 +95,7 @@ class MSELoss(Function):
         return g, -g
 
 
+@dispatch
 def cross_entropy(logits, labels, reduction="mean"):
     return CrossEntropy(reduction)(logits, labels)
 

@@ -25,6 +25,7 @@ import numpy
 
 from ..backend import get_array_module
 from ..function import Function
+from ..paths import dispatch
 from .lstm_cell import check_cell_shapes
 from .lstm_pointwise import lstm_pointwise_backward, lstm_pointwise_forward
 
@@ -48,11 +49,15 @@ class LSTMLayer(Function):
             self.steps.reverse()
         self.bias = bias
 
-    def forward(self, x, h0, c0, W_ih, W_hh, b_ih=None, b_hh=None):
+    def check(self, x, h0, c0, W_ih, W_hh, b_ih, b_hh):
+        """Raise ValueError for inputs whose shapes do not fit the batch sizes or each other."""
         if x.ndim != 2 or x.shape[0] != sum(self.batch_sizes):
             raise ValueError(f"expected packed input of shape ({sum(self.batch_sizes)}, input_size) for batch sizes "
                              f"summing to {sum(self.batch_sizes)}, got {x.shape}")
         check_cell_shapes(x[: self.batch_sizes[0]], h0, c0, W_ih, W_hh, (b_ih, b_hh) if self.bias else ())
+
+    def forward(self, x, h0, c0, W_ih, W_hh, b_ih=None, b_hh=None):
+        self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)
         xp = get_array_module(x)
         z_all = x @ W_ih.T  # every step's input projection in one GEMM: (R, 4H)
         if self.bias:
@@ -74,16 +79,28 @@ class LSTMLayer(Function):
         x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
         xp = get_array_module(x)
         W_hh_t = xp.ascontiguousarray(W_hh.T)
-        state_shape = (self.batch_sizes[0], W_hh.shape[1])
-        gh = xp.zeros(state_shape, dtype=x.dtype) if gh_n is None else gh_n.copy()
-        gc = xp.zeros(state_shape, dtype=x.dtype) if gc_n is None else gc_n.copy()
-        gz_all = xp.empty_like(gates)
+        gh, gc, gz_all = self.backward_buffers(gh_n, gc_n)
         for start, n in reversed(self.steps):
             rows = slice(start, start + n)
             gh_t = gh[:n] if gy is None else gh[:n] + gy[rows]
             _, gc[:n], _ = lstm_pointwise_backward(gates[rows], c_prev_all[rows], c_all[rows], tanh_c_all[rows],
                                                    gh_t, gc[:n], gz_out=gz_all[rows])
             gh[:n] = (W_hh_t @ gz_all[rows].T).T
+        return self.gradients(gz_all, gh, gc)
+
+    def backward_buffers(self, gh_n, gc_n):
+        """The running gradients of the state, ``gh, gc: (N, H)`` (from the final state's, or zeros), and an
+        uninitialised ``gz_all`` shaped like the saved gates."""
+        x, gates, W_hh = self.saved[0], self.saved[3], self.saved[2]
+        xp = get_array_module(x)
+        state_shape = (self.batch_sizes[0], W_hh.shape[1])
+        gh = xp.zeros(state_shape, dtype=x.dtype) if gh_n is None else gh_n.copy()
+        gc = xp.zeros(state_shape, dtype=x.dtype) if gc_n is None else gc_n.copy()
+        return gh, gc, xp.empty_like(gates)
+
+    def gradients(self, gz_all, gh, gc):
+        """The inputs' gradients from the pre-activations' ``gz_all: (R, 4H)`` and the initial state's ``gh, gc``."""
+        x, W_ih, _, _, h_prev_all, _, _, _ = self.saved
         need = self.needs_input_grad
         grads = [
             gz_all @ W_ih if need[0] else None,  # the input sequence: usually data, which needs none
@@ -98,13 +115,19 @@ class LSTMLayer(Function):
         return tuple(grads)
 
 
+@dispatch
 def lstm_layer(x, h0, c0, weight_ih, weight_hh, bias_ih=None, bias_hh=None, batch_sizes=None, reverse=False):
     """One direction of one LSTM layer: see ``LSTMLayer``. ``batch_sizes=None``: ``x`` is ``(T, N, I)``
     padded to equal lengths, and ``y`` comes back as ``(T, N, H)``."""
+    return apply_lstm_layer(LSTMLayer, x, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh, batch_sizes, reverse)
+
+
+def apply_lstm_layer(layer_class, x, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh, batch_sizes, reverse):
+    """``lstm_layer`` with the node ``layer_class`` (``LSTMLayer`` or a fast version of it)."""
     if batch_sizes is None:
         T, N = x.shape[0], x.shape[1]
-        y, h_n, c_n = lstm_layer(x.reshape(T * N, x.shape[2]), h0, c0, weight_ih, weight_hh, bias_ih, bias_hh,
-                                 [N] * T, reverse)
+        y, h_n, c_n = apply_lstm_layer(layer_class, x.reshape(T * N, x.shape[2]), h0, c0, weight_ih, weight_hh,
+                                       bias_ih, bias_hh, [N] * T, reverse)
         return y.reshape(T, N, y.shape[1]), h_n, c_n
     inputs = [x, h0, c0, weight_ih, weight_hh] + ([bias_ih, bias_hh] if bias_ih is not None else [])
-    return LSTMLayer(batch_sizes, reverse=reverse, bias=bias_ih is not None)(*inputs)
+    return layer_class(batch_sizes, reverse=reverse, bias=bias_ih is not None)(*inputs)

@@ -176,6 +176,7 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
         loss = _check_loss("fit", loss_fn(outputs, targets))
         loss_value, counts = _fetch(loss, outputs, targets, metric_fns)
         if not math.isfinite(loss_value):
+            loss._read(loss_value)  # a check the loss left on the device (the GPU cross-entropy's labels) raises first
             lr = getattr(optimizer, "param_groups", [{}])[0].get("lr")
             raise TrainingDiverged(loss_value, epoch, meter.batches + 1, len(history.step_losses) + 1, lr, history)
         optimizer.zero_grad()
@@ -233,7 +234,10 @@ def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
                 inputs, targets = _split("evaluate", batch)
                 outputs = model(*inputs)
                 loss = None if loss_fn is None else _check_loss("evaluate", loss_fn(outputs, targets))
-                meter.add(len(targets), *_fetch(loss, outputs, targets, metric_fns))
+                loss_value, counts = _fetch(loss, outputs, targets, metric_fns)
+                if loss is not None:
+                    loss._read(loss_value)  # a check the loss left on the device (the labels) raises here
+                meter.add(len(targets), loss_value, counts)
     finally:
         for module, mode in modes:
             module.training = mode

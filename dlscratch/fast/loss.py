@@ -1,0 +1,90 @@
+"""Cross-entropy on the GPU: one kernel and a sum forward, one kernel backward, and no wait for the labels.
+
+The reference (``functions/loss.py``) checks the labels with ``int(labels.min())`` and ``int(labels.max())``:
+two device-to-host copies, so in every training step the host stops until the GPU has caught up
+(``../shared/gpu-runs/2026-11-25/profile-dlscratch.log``), and its log-softmax, pick and one-hot
+subtraction are about twenty launches. Here:
+
+- forward: one thread per sample computes its row's maximum, the log of the sum of exponentials and its
+  loss (``log_p[label]`` as the reference computes it), then one reduction sums the batch;
+- backward: one thread per logit writes ``(softmax - one_hot) * gy / n``, reading ``gy`` on the device;
+- a label outside ``[0, C)`` makes its sample's loss NaN on the device instead of stopping the host. The
+  error comes where the host reads a value anyway (PyTorch's device-side assert is the model): reading the
+  loss (``float``, ``.item()``, ``fit``'s progress) finds it not finite and asks the node why, and the node
+  names the label.
+
+On NumPy the reference runs: its check costs no wait there.
+"""
+
+from .. import backend
+from ..functions.loss import CrossEntropy
+from ..functions.loss import cross_entropy as reference_cross_entropy
+from ..paths import fast_version_of
+
+_FORWARD = """
+const ptrdiff_t row = i * C;  // sample i's logits are z[row] .. z[row + C - 1]
+T top = z[row];
+for (ptrdiff_t k = 1; k < C; ++k) top = max(top, z[row + k]);
+T total = 0;
+for (ptrdiff_t k = 0; k < C; ++k) total += exp(z[row + k] - top);
+shift = top;
+log_total = log(total);
+if (label < 0 || label >= C) {
+    loss = not_a_number;  // explained on the host when the loss is read
+} else {
+    loss = -((z[row + label] - top) - log_total) * scale;
+}
+"""
+
+_BACKWARD = """
+const ptrdiff_t n_i = i / C;
+const T p = exp((z - shift[n_i]) - log_total[n_i]);
+const T upstream = per_sample ? gy[n_i] : gy[0] / divisor;
+g = ((i % C) == labels[n_i] ? p - 1 : p) * upstream;
+"""
+
+
+class KernelCrossEntropy(CrossEntropy):
+    """``CrossEntropy`` with the kernels above (GPU arrays, kernels available)."""
+
+    def forward(self, logits, labels):
+        self.check_shapes(logits, labels)
+        xp = backend.get_array_module(logits)
+        n, c = logits.shape
+        self.logits, self.labels = logits, labels
+        self.shift, self.log_total, losses = (xp.empty(n, dtype=logits.dtype) for _ in range(3))
+        scale = 1 / n if self.reduction == "mean" and n else 1
+        kernel = backend.elementwise_kernel("raw T z, L label, int32 C, float32 scale, float32 not_a_number",
+                                            "T shift, T log_total, T loss", _FORWARD, "dlscratch_cross_entropy")
+        kernel(logits, labels, c, scale, float("nan"), self.shift, self.log_total, losses)
+        if self.reduction == "none":
+            return losses
+        return losses.sum()
+
+    def backward(self, gy):
+        xp = backend.get_array_module(gy)
+        n, c = self.logits.shape
+        kernel = backend.elementwise_kernel("T z, raw T shift, raw T log_total, raw L labels, raw T gy, int32 C, "
+                                            "int32 per_sample, int32 divisor", "T g", _BACKWARD,
+                                            "dlscratch_cross_entropy_backward")
+        g = xp.empty_like(self.logits)
+        kernel(self.logits, self.shift, self.log_total, self.labels, gy.reshape(-1), c,
+               int(self.reduction == "none"), n if self.reduction == "mean" else 1, g)
+        return g, None
+
+    def explain_nonfinite(self):
+        """Raise the reference's ValueError when a label is outside ``[0, C)``: the loss's ``deferred_check``,
+        run when a value read from it is not finite (the read has waited for the device already)."""
+        self.check_labels(backend.to_cpu(self.labels), self.logits.shape[1])
+
+
+@fast_version_of(reference_cross_entropy)
+def cross_entropy(logits, labels, reduction="mean"):
+    data = getattr(logits, "data", logits)
+    on_kernels = backend.is_gpu_array(data) and backend.has_kernels() and data.ndim == 2 and data.size
+    if not on_kernels:
+        return CrossEntropy(reduction)(logits, labels)
+    node = KernelCrossEntropy(reduction)
+    loss = node(logits, labels)
+    loss.deferred_check = node.explain_nonfinite
+    return loss

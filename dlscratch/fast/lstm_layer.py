@@ -1,0 +1,91 @@
+"""An LSTM layer's time loop on the GPU, with no copies and no memsets in it: two launches per step each way.
+
+The reference loop (``functions/lstm_layer.py``) keeps a running state and copies it into the saved
+arrays at every step, adds the recurrent product into the gates in a pass of its own, and its
+point-wise kernels made a fresh array of zeros for the missing peepholes: on an H100, 9 kernels, 5
+device-to-device copies and 2 memsets per time step, 1,301 launches for 80 steps forward and backward
+(``../shared/gpu-runs/2026-11-25/profile-dlscratch.log``), against cuDNN's 416.
+
+Here, for a batch whose sequences all have the same length (``batch_sizes = [N] * T``):
+
+- the hidden states live in one array ``(T + 1) * N`` rows long, ``h0`` at one end: step ``t`` reads its
+  previous state as a view of the rows before (after, in reverse) its own and writes its output in place,
+  so the outputs ``y``, the saved previous states and the final state are views of one array; the cell
+  states likewise;
+- the step's recurrent product goes into a kept buffer (``matmul(..., out=)``) and is added to the input
+  projection inside the point-wise kernel (``lstm_kernels.forward_recurrent_kernel``);
+- the backward kernel adds the output's gradient to the state's itself, and writes ``gc`` in place; the
+  product ``gz @ W_hh`` goes straight into ``gh``.
+
+A step is then one GEMM and one kernel forward, one kernel and one GEMM backward. Packed sequences of
+different lengths, and the CPU (where the reference's product order suits BLAS better), take the
+reference loop.
+"""
+
+from .. import backend
+from ..functions.lstm_layer import LSTMLayer, apply_lstm_layer
+from ..functions.lstm_layer import lstm_layer as reference_lstm_layer
+from ..paths import fast_version_of
+from . import lstm_kernels
+
+
+class LoopLSTMLayer(LSTMLayer):
+    """``LSTMLayer`` for equal lengths on the GPU: the same inputs, outputs and saved arrays."""
+
+    def forward(self, x, h0, c0, W_ih, W_hh, b_ih=None, b_hh=None):
+        self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)
+        xp = backend.get_array_module(x)
+        R, N, H = x.shape[0], self.batch_sizes[0], W_hh.shape[1]
+        z_all = x @ W_ih.T  # every step's input projection in one GEMM: (R, 4H)
+        if self.bias:
+            z_all += b_ih + b_hh
+        hs, cs = xp.empty((2, R + N, H), dtype=x.dtype)  # [h0, y] (forward) or [y, h0] (reverse), and the cells
+        start_ends = self.steps[0][0] > self.steps[-1][0]  # reverse: the first step processed is the last one
+        mine, before = (slice(0, R), slice(N, R + N)) if start_ends else (slice(N, R + N), slice(0, R))
+        initial = slice(R, R + N) if start_ends else slice(0, N)
+        hs[initial], cs[initial] = h0, c0
+        y, h_prev_all, c_all, c_prev_all = hs[mine], hs[before], cs[mine], cs[before]
+        tanh_c_all = xp.empty((R, H), dtype=x.dtype)
+        W_hh_t = xp.ascontiguousarray(W_hh.T)  # (H, 4H): the step's product h @ W_hh.T without a transposed view
+        r = xp.empty((N, 4 * H), dtype=x.dtype)
+        for start, n in self.steps:
+            rows = slice(start, start + n)
+            xp.matmul(h_prev_all[rows], W_hh_t, out=r)
+            lstm_kernels.forward_recurrent_kernel(z_all[rows], r, c_prev_all[rows], y[rows], c_all[rows],
+                                                  tanh_c_all[rows])
+        last = slice(*((0, N) if start_ends else (R - N, R)))
+        self.saved = (x, W_ih, W_hh, z_all, h_prev_all, c_prev_all, c_all, tanh_c_all)
+        return y, y[last].copy(), c_all[last].copy()
+
+    def backward(self, gy, gh_n, gc_n):
+        x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
+        xp = backend.get_array_module(x)
+        gh, gc, gz_all = self.backward_buffers(gh_n, gc_n)
+        for start, n in reversed(self.steps):
+            rows = slice(start, start + n)
+            lstm_kernels.backward_recurrent_kernel(gates[rows], c_prev_all[rows], tanh_c_all[rows], gh,
+                                                   0 if gy is None else gy[rows], gc, gz_all[rows], gc)
+            xp.matmul(gz_all[rows], W_hh, out=gh)
+        return self.gradients(gz_all, gh, gc)
+
+
+def runs_the_loop(x, batch_sizes):
+    """True when ``LoopLSTMLayer`` applies: a GPU array, kernels, and sequences of one length."""
+    return backend.is_gpu_array(x) and backend.has_kernels() and len(set(batch_sizes)) == 1
+
+
+class _FastestLayer:
+    """Makes the node for ``lstm_layer``'s call: ``LoopLSTMLayer`` where it applies, else the reference's."""
+
+    def __init__(self, x):
+        self.x = getattr(x, "data", x)
+
+    def __call__(self, batch_sizes, reverse, bias):
+        layer = LoopLSTMLayer if runs_the_loop(self.x, batch_sizes) else LSTMLayer
+        return layer(batch_sizes, reverse=reverse, bias=bias)
+
+
+@fast_version_of(reference_lstm_layer)
+def lstm_layer(x, h0, c0, weight_ih, weight_hh, bias_ih=None, bias_hh=None, batch_sizes=None, reverse=False):
+    return apply_lstm_layer(_FastestLayer(x), x, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh, batch_sizes,
+                            reverse)

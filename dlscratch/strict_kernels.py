@@ -1,0 +1,253 @@
+"""CuPy's ``ElementwiseKernel`` on the CPU: the strict stand-in translates a kernel's CUDA C body and runs it.
+
+On a GPU, ``cupy.ElementwiseKernel(in_params, out_params, body, name)`` compiles ``body`` once and runs it
+in one thread per element: thread ``i`` reads element ``i`` of each plain parameter (broadcast together),
+may index ``raw`` parameters anywhere, and writes element ``i`` of each output. CI has no GPU, so without
+this the kernels in ``dlscratch/fast/`` would never run there. Here the body is read
+(``strict_kernel_parser.py``: the subset of C it accepts, and anything else refused by name) and run for
+every thread at once (``strict_kernel_threads.py``: C's arithmetic, float32 rounding included), so a
+learner without a GPU can write a kernel and test it:
+
+    from dlscratch import backend
+    backend.use_strict_stand_in(); backend.use("gpu")
+    square = backend.cupy.ElementwiseKernel("T x", "T y", "y = x * x", "square")
+    square(backend.cupy.arange(4, dtype="float32"))      # array([0., 1., 4., 9.], dtype=float32)
+
+Index arithmetic is exact; float results match the GPU's within a few units in the last place (NumPy's and
+CUDA's ``tanh`` differ there): ``FLOAT_RTOL`` and ``FLOAT_ATOL`` state the tolerance the tests use. A thread
+that reads or writes outside a raw array, divides an integer by zero or races another thread raises
+``KernelFault`` naming the kernel, the thread and the place: the GPU would not say.
+
+The stand-in computes on the CPU with NumPy passes, tens of nanoseconds per thread and operation. A launch of
+more than ``FULL_RUN_THREADS`` threads whose kernel has a NumPy *twin* (``backend.elementwise_kernel(...,
+twin=)``: the same outputs from the same arguments, e.g. im2col by slices) runs its C body on a sample of
+threads (both ends and an even spread) and the twin for all of them, and raises ``KernelFault`` where the two
+disagree: training steps stay affordable in CI and the C is still checked at every launch.
+"""
+
+import numpy
+
+from . import ledger
+from .strict_kernel_parser import Parser, UnsupportedKernelCode
+from .strict_kernel_threads import KernelFault, Raw, Run, Variable, convert
+
+__all__ = ["ElementwiseKernel", "KernelFault", "UnsupportedKernelCode", "FULL_RUN_THREADS"]
+
+# --- the kernel -------------------------------------------------------------------------------------------------
+
+_DTYPE_NAMES = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                "float32", "float64", "complex64", "complex128"}
+_BLOCK = 1 << 18  # threads run together; bounds the temporaries' memory
+#: Launches of more threads than this run their C body on a sample of threads when the kernel has a NumPy twin.
+FULL_RUN_THREADS = 1 << 20
+_SAMPLE_ENDS, _SAMPLE_SPREAD = 4096, 1 << 16
+#: How closely a float output computed in C must match the reference (NumPy's and CUDA's math differ in the last
+#: places, and sums in another order round differently).
+FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-6
+
+
+class _Parameter:
+    __slots__ = ("name", "type", "raw", "output")
+
+    def __init__(self, text, output):
+        words = text.split()
+        self.raw = words[0] == "raw"
+        if self.raw:
+            words = words[1:]
+        if len(words) != 2:
+            raise ValueError(f"ElementwiseKernel: cannot read the parameter {text.strip()!r} "
+                             "(write 'TYPE name' or 'raw TYPE name')")
+        self.type, self.name = words
+        self.output = output
+        if self.name in ("i", "n") or self.name.startswith("_"):
+            raise ValueError(f"ElementwiseKernel: the parameter name {self.name!r} is reserved by CuPy")
+
+    @property
+    def placeholder(self):
+        return self.type not in _DTYPE_NAMES
+
+
+def _parameters(text, output):
+    return [_Parameter(part, output) for part in text.split(",") if part.strip()]
+
+
+class ElementwiseKernel:
+    """CuPy's ``ElementwiseKernel`` on the stand-in: the body is translated once and run for every thread."""
+
+    def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True, preamble="",
+                 no_return=False, return_tuple=False, twin=None, **kwargs):
+        self.inputs, self.outputs = _parameters(in_params, False), _parameters(out_params, True)
+        self.params = self.inputs + self.outputs
+        self.name, self.no_return, self.return_tuple = name, no_return, return_tuple
+        self.twin = twin
+        if twin is not None and any(p.raw for p in self.outputs):
+            raise ValueError(f"kernel {name!r}: a twin cannot stand for raw outputs (threads may write anywhere)")
+        placeholders = {p.type for p in self.params if p.placeholder}
+        try:
+            self.functions = Parser(preamble, placeholders).functions()
+            self.body = Parser(operation + "\n;", placeholders).statements_until("")  # CuPy adds the ';' too
+        except UnsupportedKernelCode as exc:
+            raise UnsupportedKernelCode(f"kernel {name!r}: {exc}") from None
+
+    def __call__(self, *args, size=None, block_size=None, stream=None):
+        from . import strict_cupy
+
+        if len(args) not in (len(self.inputs), len(self.params)):
+            raise TypeError(f"kernel {self.name!r} takes {len(self.inputs)} or {len(self.params)} arguments, "
+                            f"got {len(args)}")
+        values = [_unwrap(a, p, self.name) for a, p in zip(args, self.params)]
+        types = self.decide_types(values)
+        shape = self.decide_shape(values, size)
+        outputs = values[len(self.inputs):]
+        for p in self.outputs[len(outputs):]:
+            outputs.append(numpy.empty(shape, types.get(p.type) or numpy.dtype(p.type)))
+            ledger.record("allocation", f"ElementwiseKernel {self.name} output")
+        values = values[:len(self.inputs)] + outputs
+        ledger.record("kernel", f"ElementwiseKernel {self.name}")
+        if self.twin is not None and int(numpy.prod(shape)) > FULL_RUN_THREADS:
+            self.run_sampled(values, types, shape)
+        else:
+            self.run(values, types, shape)
+        wrapped = [strict_cupy._wrap(a) for a in outputs]
+        if self.no_return:
+            return None
+        return tuple(wrapped) if self.return_tuple or len(wrapped) > 1 else wrapped[0]
+
+    def decide_types(self, values):
+        types = {}
+        for p, v in sorted(zip(self.params, values), key=lambda pv: not pv[0].output):
+            if p.placeholder and isinstance(v, numpy.ndarray):
+                if p.type in types and types[p.type] != v.dtype:
+                    raise TypeError(f"kernel {self.name!r}: type {p.type} is both {types[p.type]} and {v.dtype} "
+                                    f"(argument {p.name!r}); CuPy refuses mismatched placeholder types")
+                types[p.type] = v.dtype
+        for p, v in zip(self.params, values):
+            if p.placeholder and p.type not in types:
+                types[p.type] = numpy.asarray(v).dtype
+        return types
+
+    def decide_shape(self, values, size):
+        shapes = [v.shape for p, v in zip(self.params, values) if not p.raw and isinstance(v, numpy.ndarray)]
+        if size is not None:
+            if shapes:
+                raise ValueError(f"kernel {self.name!r}: size= is for kernels without plain array arguments")
+            return (int(size),)
+        if not shapes:
+            raise ValueError(f"kernel {self.name!r}: give size= (no plain array argument sets the threads)")
+        try:
+            shape = numpy.broadcast_shapes(*shapes)
+        except ValueError:
+            raise ValueError(f"kernel {self.name!r}: the arguments' shapes {shapes} do not broadcast") from None
+        for p, v in zip(self.outputs, values[len(self.inputs):]):
+            if not p.raw and v.shape != shape:
+                raise ValueError(f"kernel {self.name!r}: output {p.name!r} has shape {v.shape}, the threads {shape}")
+        return shape
+
+    def run(self, values, types, shape):
+        """Every thread, a block at a time, each block's outputs written back."""
+        total = int(numpy.prod(shape))
+        for first in range(0, total, _BLOCK):
+            block = _Block(shape, numpy.arange(first, min(first + _BLOCK, total), dtype=numpy.int64), first)
+            for array, computed in self.run_block(values, types, block, total):
+                block.write(array, computed)
+
+    def run_sampled(self, values, types, shape):
+        """A sample of the threads in C, all of them in the twin; raises ``KernelFault`` where they differ."""
+        total = int(numpy.prod(shape))
+        block = _Block(shape, _sample(total))
+        computed = self.run_block(values, types, block, total)  # reads the inputs before the twin writes
+        self.twin(*values)
+        for (array, in_c), p in zip(computed, [p for p in self.outputs if not p.raw]):
+            in_twin = block.read(array)
+            if not _agree(in_c, in_twin):
+                k = int(numpy.argmax(~_close(in_c, in_twin)))
+                raise KernelFault(f"kernel {self.name!r}: thread i={int(block.lanes[k])} computes {p.name} = "
+                                  f"{in_c[k].item()!r} in C, its NumPy twin {in_twin[k].item()!r} "
+                                  f"(one of {len(block.lanes)} threads checked of {total})")
+
+    def run_block(self, values, types, block, total):
+        """Runs ``block``'s threads; returns ``[(output array, the threads' values)]`` for the plain outputs."""
+        run = Run(self, types, block.lanes, total)
+        scope, outputs = run.frame.scopes[0], []
+        scope["i"] = Variable("i", numpy.dtype("int64"), block.lanes, const=True)
+        for p, v in zip(self.params, values):
+            dtype = types[p.type] if p.placeholder else numpy.dtype(p.type)
+            if p.raw:
+                scope[p.name] = Raw(p.name, v, p.output)
+                continue
+            # a scalar argument is one value for every thread
+            element = block.read(v) if isinstance(v, numpy.ndarray) else numpy.asarray(v)
+            scope[p.name] = Variable(p.name, dtype, convert((element, None), dtype).copy(), const=not p.output)
+            if p.output:
+                outputs.append((v, scope[p.name]))
+        run.block(self.body, numpy.arange(len(block.lanes)))
+        return [(array, variable.values) for array, variable in outputs]
+
+
+def _sample(total):
+    """The threads checked in C when a launch is too large to run whole: both ends and an even spread."""
+    ends = numpy.r_[0:_SAMPLE_ENDS, total - _SAMPLE_ENDS:total]
+    spread = numpy.linspace(0, total - 1, _SAMPLE_SPREAD).astype(numpy.int64)
+    return numpy.unique(numpy.concatenate([ends, spread]).astype(numpy.int64))
+
+
+def _close(a, b):
+    if a.dtype.kind != "f":
+        return a == b
+    return numpy.isclose(a, b, rtol=FLOAT_RTOL, atol=FLOAT_ATOL, equal_nan=True)
+
+
+def _agree(a, b):
+    return bool(_close(a, b).all())
+
+
+class _Block:
+    """Some threads of a kernel over ``shape`` (``lanes``: their numbers; ``first``: set when they are the
+    consecutive run ``first, first + 1, ...``) and where their elements are."""
+
+    def __init__(self, shape, lanes, first=None):
+        self.shape, self.lanes, self.first = shape, lanes, first
+        self._where = None
+
+    def where(self):
+        if self._where is None:
+            self._where = numpy.unravel_index(self.lanes, self.shape) if self.shape else ()
+        return self._where
+
+    def run_of(self, array):
+        """The threads' elements of ``array`` as a view, when they lie in one run of memory; else None."""
+        if self.first is not None and array.shape == self.shape and array.flags.c_contiguous:
+            return array.reshape(-1)[self.first:self.first + len(self.lanes)]
+        return None
+
+    def read(self, array):
+        view = self.run_of(array)
+        if view is not None:
+            return view
+        return numpy.broadcast_to(array, self.shape)[self.where()].reshape(len(self.lanes))
+
+    def write(self, array, values):
+        view = self.run_of(array)
+        if view is not None:
+            view[...] = values
+        else:
+            array[self.where()] = values.reshape(()) if not self.shape else values
+
+
+def _unwrap(value, parameter, kernel):
+    """A stand-in array's NumPy array (a scalar stays a scalar); host arrays are refused as CuPy refuses them."""
+    from . import strict_cupy
+
+    if type(value) is strict_cupy.ndarray:
+        array = value._a
+        if parameter.raw and not parameter.placeholder and array.dtype != numpy.dtype(parameter.type):
+            raise TypeError(f"kernel {kernel!r}: raw argument {parameter.name!r} is {array.dtype}, "
+                            f"declared {parameter.type}")
+        return array
+    if isinstance(value, numpy.ndarray):
+        strict_cupy._refuse(value, f"kernel {kernel!r} argument {parameter.name!r}")
+    if parameter.raw or parameter.output:
+        raise TypeError(f"kernel {kernel!r}: argument {parameter.name!r} must be a device array, got {type(value)}")
+    if not isinstance(value, (int, float, bool, numpy.generic)):
+        raise TypeError(f"kernel {kernel!r}: unsupported argument {parameter.name!r} of type {type(value)}")
+    return value

@@ -1,0 +1,55 @@
+"""The optimizers' fused GPU kernels (dlscratch/fast/optim_kernels.py), run by the strict CuPy stand-in: the same
+bits as the NumPy fast path, and two launches per parameter."""
+
+import numpy as np
+import pytest
+
+import dlscratch
+from dlscratch import backend as B
+from dlscratch import optim
+
+CASES = [
+    (optim.SGD, dict(lr=0.1)),
+    (optim.SGD, dict(lr=0.1, weight_decay=0.01)),
+    (optim.SGD, dict(lr=0.1, momentum=0.9)),
+    (optim.SGD, dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=1e-3)),
+    (optim.SGD, dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=1e-2)),
+    (optim.Adam, dict(lr=1e-3)),
+    (optim.Adam, dict(lr=1e-2, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)),
+    (optim.AdaDelta, dict(lr=1.0)),
+    (optim.AdaDelta, dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.01)),
+]
+
+
+
+
+def trained(device, rule, settings, steps=3):
+    """Parameters after ``steps`` steps on fixed gradients, as NumPy arrays, and the ledger of the last step."""
+    rng = np.random.default_rng(5)
+    move = B.to_gpu if device == "gpu" else np.asarray
+    params = [dlscratch.tensor(move(rng.standard_normal(shape).astype(np.float32)), requires_grad=True)
+              for shape in ((4, 3), (3,), ())]
+    opt = rule(params, **settings)
+    for _ in range(steps):
+        for p in params:
+            p.grad = dlscratch.tensor(move(rng.standard_normal(p.shape).astype(np.float32)))
+        with B.ledger() as book:
+            opt.step()
+    return [p.detach().to("cpu").numpy() for p in params], book
+
+
+@pytest.mark.parametrize("rule, settings", CASES, ids=lambda c: getattr(c, "__name__", str(c)))
+def test_each_fused_kernel_gives_the_numpy_fast_paths_bits(stand_in, fast_path, rule, settings):
+    on_cpu, _ = trained("cpu", rule, settings)
+    on_kernels, book = trained("gpu", rule, settings)
+    for cpu, gpu in zip(on_cpu, on_kernels):
+        np.testing.assert_array_equal(gpu, cpu)
+    kernels = [what for _, _, what, _ in book.by_site("kernel")]
+    assert all(what.startswith("ElementwiseKernel dlscratch_") or what == "subtract" for what in kernels), kernels
+    assert book.kernels == 2 * 3 and book.waits == 0 and book.memsets == 0  # 3 parameters: update + subtraction
+
+
+def test_the_reference_path_keeps_its_array_expressions(stand_in):
+    with dlscratch.reference():
+        _, book = trained("gpu", optim.Adam, dict(lr=1e-3))
+    assert book.kernels > 6 * 3
