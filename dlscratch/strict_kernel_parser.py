@@ -36,8 +36,6 @@ _C_TYPES = {
 _TYPE_WORDS = {"bool", "char", "short", "int", "long", "unsigned", "signed", "float", "double", "ptrdiff_t",
                "size_t", "void", "auto"}
 _QUALIFIERS = {"const", "volatile", "static", "inline", "__device__", "__forceinline__", "__host__", "register"}
-_RANK = {"bool": 0, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 3, "uint32": 3, "int64": 4,
-         "uint64": 4}
 
 
 def _dtype(name):

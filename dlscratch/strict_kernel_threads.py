@@ -88,11 +88,10 @@ class Variable:
 class Raw:
     """A ``raw`` parameter: the whole array, indexed by the threads."""
 
-    __slots__ = ("name", "array", "writable", "written")
+    __slots__ = ("name", "array", "writable")
 
     def __init__(self, name, array, writable):
         self.name, self.array, self.writable = name, array, writable
-        self.written = None
 
 
 def _concat(parts):
