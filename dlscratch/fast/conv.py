@@ -6,6 +6,10 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
   bias as one more column, so ``[W | b] @ [cols; 1]`` adds the bias and ``gy @ [cols; 1].T`` ends
   with the column ``gy.sum(axis=1)``. Two passes over the output fewer (about 4 ms of the ~115 ms
   forward+backward of conv 32 -> 64 at batch 128).
+- **On a GPU, launches instead.** The ones row costs a fill and the bias column a concatenation (three
+  launches) where one addition after the GEMM does: there the bias is added to the product, and its
+  gradient is one sum. The input's gradient is one GEMM and one col2im kernel that writes ``gx``
+  itself: no zeroed buffer, no addition.
 - **col2im in bands.** On the CPU, ``gx`` is computed a band of output rows at a time: each band's
   slice of ``W.T @ gy`` (about 4 MB) stays in cache for its col2im, instead of a column matrix as
   large as ``cols`` going out to memory and back; this took about a fifth off that step here.
@@ -52,15 +56,19 @@ class Conv2d(Function):
         rows = g.cols_shape[0]
         # with a bias, the column matrix gets one more row, of ones, and the weight matrix the bias
         # as one more column: the GEMM adds the bias, and the weight-gradient GEMM sums gy for it
-        shape = (rows + (bias is not None), g.cols_shape[1])
+        # (on a GPU the bias is added to the product instead: fewer launches)
+        self.bias_row = bias is not None and not backend.is_gpu_array(x)
+        shape = (rows + self.bias_row, g.cols_shape[1])
         cols = backend.get_array_module(x).empty(shape, dtype=x.dtype)
         IM2COL[self.method](x, g, cols[:rows])
         matrix = weight.reshape(len(weight), -1)
-        if bias is not None:
+        if self.bias_row:
             cols[rows] = 1
             matrix = backend.get_array_module(x).concatenate([matrix, bias[:, None]], axis=1)
         self.cols, self.weight = cols, weight
         y = matrix @ cols
+        if bias is not None and not self.bias_row:
+            y += bias[:, None]
         return y.reshape(len(weight), g.Ho, g.Wo, g.N).transpose(3, 0, 1, 2)  # O, not -1: N may be 0
 
     def backward(self, gy):
@@ -73,7 +81,8 @@ class Conv2d(Function):
         if self.needs_input_grad[1] or (has_bias and self.needs_input_grad[2]):
             g_matrix = weight_gradient(gy, self.cols)  # (O, C*kh*kw [+ 1 for the bias])
             gw = g_matrix[:, : weight.shape[1]].reshape(self.weight.shape)
-            gb = g_matrix[:, -1].copy() if has_bias else None
+            if has_bias:
+                gb = g_matrix[:, -1].copy() if self.bias_row else gy.sum(axis=1)
         return (gx, gw, gb) if has_bias else (gx, gw)
 
     def input_gradient(self, weight, gy):
@@ -81,6 +90,8 @@ class Conv2d(Function):
         g = self.g
         xp = backend.get_array_module(gy)
         on_gpu = backend.is_gpu_array(gy)
+        if on_gpu and self.method == "kernel":  # the gather kernel writes every number of gx: nothing to zero
+            return COL2IM["kernel"](weight.T @ gy, g)
         per_row = weight.shape[1] * g.Wo * g.N
         band = g.Ho if on_gpu or per_row == 0 else max(1, tuning.BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
         padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)

@@ -12,15 +12,26 @@ drawing the random numbers is most of both). The backward, given a C-ordered ``g
 backward gives it, copies ``gy`` into the mask's layout first: 1.4 ms against the reference's
 0.4 ms, where the C-ordered mask meets ``gy`` directly; in exchange the input gradient comes out
 batch-last, in the layout of the convolution's output it flows back into.
+
+On a GPU the comparison, the division and the product are one kernel that writes the mask and the
+output, and the backward is one kernel: three launches where the array expressions take six.
 """
 
+from .. import backend
 from ..backend import get_array_module
 from ..creation import generator
 from ..function import Function
 from ..functions.dropout import apply_dropout
 from ..functions.dropout import dropout as reference_dropout
 from ..paths import fast_version_of
-from .layout import in_layout_of, memory_order, multiply_in_layout
+from .layout import in_layout_of, memory_order, multiply_in_layout, new_array
+
+# the reference's numbers: the mask (u >= p) / (1 - p) in x's type, then x * mask
+_FORWARD = """
+const T m = (u >= p ? (T)1 : (T)0) / one_minus_p;
+mask = m;
+y = x * m;
+"""
 
 
 class Dropout(Function):
@@ -39,12 +50,24 @@ class Dropout(Function):
         uniform = generator(xp).random(
             tuple(x.shape[axis] for axis in order), dtype=x.dtype if x.dtype == xp.float64 else xp.float32
         )
+        logical = [order.index(axis) for axis in range(x.ndim)]
+        if backend.is_gpu_array(x) and backend.has_kernels():
+            kernel = backend.elementwise_kernel("U u, T x, float32 p, float32 one_minus_p", "T mask, T y", _FORWARD,
+                                                "dlscratch_dropout")
+            self.mask, y = new_array(x.shape, x, x.dtype), new_array(x.shape, x, x.dtype)
+            kernel(uniform.transpose(logical), x, self.p, 1 - self.p, self.mask, y)
+            return y
         mask = xp.greater_equal(uniform, self.p, out=uniform.astype(x.dtype, copy=False))  # 0/1 in place
         mask /= 1 - self.p  # as the reference computes it: the same numbers
-        self.mask = mask.transpose([order.index(axis) for axis in range(x.ndim)])
+        self.mask = mask.transpose(logical)
         return multiply_in_layout(x, self.mask, self.mask)
 
     def backward(self, gy):
+        if backend.is_gpu_array(gy) and backend.has_kernels():
+            g = new_array(gy.shape, self.mask, self.mask.dtype)
+            backend.elementwise_kernel("T gy, T mask", "T g", "g = gy * mask", "dlscratch_dropout_backward")(
+                gy, self.mask, g)
+            return g
         # gy often comes C-ordered from Flatten's backward: one transposing copy into the mask's
         # layout, then a contiguous product, is faster than a mixed-layout product
         return multiply_in_layout(in_layout_of(gy, self.mask), self.mask, self.mask)

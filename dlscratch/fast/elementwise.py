@@ -1,4 +1,4 @@
-"""ReLU's backward on the GPU as one kernel.
+"""ReLU on the GPU: the output in the input's layout, and the backward as one kernel.
 
 The reference's ``gy * (y > 0)`` is two launches on a GPU (a comparison, then a product) and an array of
 booleans in between; the kernel computes the same product, ``gy * 1`` or ``gy * 0`` (so a NaN or an infinity in
@@ -9,6 +9,7 @@ from .. import backend
 from ..functions.elementwise import ReLU
 from ..functions.elementwise import relu as reference_relu
 from ..paths import fast_version_of
+from .layout import new_array
 
 _BACKWARD = "g = gy * (y > 0 ? (T)1 : (T)0)"
 
@@ -16,11 +17,21 @@ _BACKWARD = "g = gy * (y > 0 ? (T)1 : (T)0)"
 class KernelReLU(ReLU):
     name = "relu"  # the reference node's name, in error messages and graphs
 
+    def forward(self, x):
+        if not (backend.is_gpu_array(x) and backend.has_kernels()):
+            return super().forward(x)
+        # in x's layout (a convolution's output is batch-last): CuPy would write a new array C-ordered, and the
+        # layers around would then pay a transposing copy each way
+        self.y = backend.get_array_module(x).maximum(x, 0, out=new_array(x.shape, x, x.dtype))
+        return self.y
+
     def backward(self, gy):
         if not (backend.is_gpu_array(gy) and backend.has_kernels()) or gy.shape != self.y.shape:
             return super().backward(gy)
         kernel = backend.elementwise_kernel("T gy, T y", "T g", _BACKWARD, "dlscratch_relu_backward")
-        return kernel(gy, self.y)
+        g = new_array(self.y.shape, self.y, self.y.dtype)  # in y's layout (a convolution's: batch-last)
+        kernel(gy, self.y, g)
+        return g
 
 
 @fast_version_of(reference_relu)
