@@ -67,6 +67,22 @@ def use_strict_stand_in():
     return cupy
 
 
+@contextlib.contextmanager
+def on_the_stand_in():
+    """Inside, the strict CuPy stand-in plays the GPU and is the current device (``xp``), whether or not a
+    real GPU is there; afterwards the backend is as it was. For counting with ``ledger()`` what CuPy would
+    launch, on any machine: arrays made inside are the stand-in's, so move what you bring in with ``to_gpu``.
+    """
+    global cupy, cupyx, _gpu_status, xp
+    saved = cupy, cupyx, _gpu_status, xp
+    try:
+        use_strict_stand_in()
+        use("gpu")
+        yield cupy
+    finally:
+        cupy, cupyx, _gpu_status, xp = saved
+
+
 def strict_stand_in():
     """True when the strict CuPy stand-in plays the GPU (no real GPU is in use)."""
     return cupy is not None and cupy.__name__ == __package__ + ".strict_cupy"
@@ -234,7 +250,7 @@ def scatter_add(a, indices, values):
 _kernels = {}  # compiled elementwise kernels, by their source
 
 
-def elementwise_kernel(in_params, out_params, body, name, preamble="", twin=None):
+def elementwise_kernel(in_params, out_params, body, name, preamble="", twin=None, options=()):
     """A ``cupy.ElementwiseKernel`` (made once per source, then cached; CUDA compiles it on first call).
 
     The kernel runs one thread per output element; ``i`` is that element's index. ``preamble``:
@@ -243,17 +259,20 @@ def elementwise_kernel(in_params, out_params, body, name, preamble="", twin=None
     CPU, translating the C body (``strict_kernels.py``), so CI tests the kernels a GPU runs. ``twin``: a
     NumPy function that computes the same outputs from the same arguments; the stand-in then runs the C
     body of a launch of more than ``strict_kernels.FULL_RUN_THREADS`` threads on a sample of them and
-    checks the sample against the twin (a real GPU ignores it).
+    checks the sample against the twin (a real GPU ignores it). ``options``: NVRTC's compile options, such as
+    ``("--fmad=false",)`` where the results must be NumPy's to the bit (the stand-in computes them so anyway).
     """
-    key = (in_params, out_params, body, name, preamble, twin)
+    if not gpu_available():
+        raise RuntimeError(
+            f"elementwise_kernel {name!r} needs CuPy and a GPU: {gpu_unavailable_reason()}; "
+            "on NumPy use a method that does not need a kernel"
+        )
+    # the stand-in's kernels apart from CuPy's (on_the_stand_in)
+    key = (cupy.__name__, in_params, out_params, body, name, preamble, twin, tuple(options))
     if key not in _kernels:
-        if not gpu_available():
-            raise RuntimeError(
-                f"elementwise_kernel {name!r} needs CuPy and a GPU: {gpu_unavailable_reason()}; "
-                "on NumPy use a method that does not need a kernel"
-            )
         extra = {"twin": twin} if strict_stand_in() else {}
-        _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, body, name, preamble=preamble, **extra)
+        _kernels[key] = cupy.ElementwiseKernel(in_params, out_params, body, name, preamble=preamble,
+                                               options=tuple(options), **extra)
     return _kernels[key]
 
 

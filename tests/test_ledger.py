@@ -233,3 +233,14 @@ def test_cupti_events_are_sorted_into_categories():
     assert classify("cupy_take", True) == "kernel"
     assert classify("cudaStreamSynchronize", False) == "wait"
     assert classify("cudaLaunchKernel", False) is None
+
+
+def test_on_the_stand_in_counts_what_cupy_would_launch_and_puts_the_backend_back():
+    before = (B.xp, B.cupy, B.gpu_available(), B.gpu_unavailable_reason())
+    with B.on_the_stand_in():
+        assert B.strict_stand_in() and B.device() == "gpu" and B.has_kernels()
+        a = B.to_gpu(np.ones((4, 3), dtype=np.float32))
+        with B.ledger() as book:
+            (a + a).sum()
+        assert book.kernels >= 2 and book.waits == 0
+    assert (B.xp, B.cupy, B.gpu_available(), B.gpu_unavailable_reason()) == before

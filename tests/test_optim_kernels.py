@@ -1,5 +1,5 @@
 """The optimizers' fused GPU kernels (dlscratch/fast/optim_kernels.py), run by the strict CuPy stand-in: the same
-bits as the NumPy fast path, and two launches per parameter."""
+bits as the NumPy fast path, and one launch per parameter (the step subtracted in the kernel)."""
 
 import numpy as np
 import pytest
@@ -45,11 +45,45 @@ def test_each_fused_kernel_gives_the_numpy_fast_paths_bits(stand_in, fast_path, 
     for cpu, gpu in zip(on_cpu, on_kernels):
         np.testing.assert_array_equal(gpu, cpu)
     kernels = [what for _, _, what, _ in book.by_site("kernel")]
-    assert all(what.startswith("ElementwiseKernel dlscratch_") or what == "subtract" for what in kernels), kernels
-    assert book.kernels == 2 * 3 and book.waits == 0 and book.memsets == 0  # 3 parameters: update + subtraction
+    assert all(what.startswith("ElementwiseKernel dlscratch_") for what in kernels), kernels
+    assert book.kernels == 3 and book.waits == 0 and book.memsets == 0  # 3 parameters, one fused kernel each
 
 
 def test_the_reference_path_keeps_its_array_expressions(stand_in):
     with dlscratch.reference():
         _, book = trained("gpu", optim.Adam, dict(lr=1e-3))
     assert book.kernels > 6 * 3
+
+
+@pytest.mark.parametrize("rule, settings", [CASES[3], CASES[6], CASES[8]], ids=["sgd", "adam", "adadelta"])
+def test_an_error_in_a_later_update_launches_no_fused_kernel(stand_in, fast_path, rule, settings):
+    """The kernels write the parameters in place, so a step must launch none of them before every parameter's
+    update is prepared: an error in the last one leaves all weights and state as they were."""
+    rng = np.random.default_rng(2)
+    params = [dlscratch.tensor(B.to_gpu(rng.standard_normal(shape).astype(np.float32)), requires_grad=True)
+              for shape in ((4, 3), (3,), (2, 2))]
+    for p in params:
+        p.grad = dlscratch.tensor(B.to_gpu(rng.standard_normal(p.shape).astype(np.float32)))
+    opt = rule(params, **settings)
+    opt.step()
+    before = [p.detach().to("cpu").numpy() for p in params]
+    state_before = {i: {k: B.to_cpu(v) if hasattr(v, "shape") else v for k, v in s.items()}
+                    for i, s in opt.state_dict()["state"].items()}
+    update, calls = dlscratch.paths.pick(rule._update), [0]  # the fast path's update
+
+    class FailingLast(rule):
+        def _update(self, *args):
+            calls[0] += 1
+            update(self, *args)
+            if calls[0] == len(params):
+                raise RuntimeError("the last update fails")
+
+    opt.__class__ = FailingLast
+    with B.ledger() as book, pytest.raises(RuntimeError, match="last update"):
+        opt.step()
+    assert calls[0] == len(params) and book.kernels == 0, book.table()
+    for p, expected in zip(params, before):
+        np.testing.assert_array_equal(p.detach().to("cpu").numpy(), expected)
+    for i, s in opt.state_dict()["state"].items():
+        for k, v in s.items():
+            np.testing.assert_array_equal(B.to_cpu(v) if hasattr(v, "shape") else v, state_before[i][k])

@@ -231,11 +231,31 @@ def test_an_lstm_on_the_stand_in_runs_the_layer_kernels_and_equals_the_cpu(stand
     launched = {what for _, category, what, _ in book.by_site("kernel")}
     assert {"ElementwiseKernel dlscratch_lstm_layer_forward",
             "ElementwiseKernel dlscratch_lstm_layer_backward"} <= launched
-    # none in the time loop: h0 and c0 into the state arrays; the zero initial state, gh and gc
-    assert book.copies_device == 2 and book.memsets == 3, book.table()
+    # none in the time loop: h0 and c0 into the state arrays, and the zero initial state
+    assert book.copies_device == 2 and book.memsets == 1, book.table()
     np.testing.assert_allclose(y_gpu.detach().numpy(), y_cpu.detach().numpy(), atol=1e-5)
     for g_cpu, p in zip(grads_cpu, lstm.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), g_cpu, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_layer_kernels_take_the_final_states_gradients_and_no_bias(stand_in, fast_path, bias):
+    """The loop's first step backward reads the final state's gradients where they are, and the forward kernel
+    adds the biases (or none): the same values as the CPU, with a given initial state and every output used."""
+    lstm = dlscratch.nn.LSTM(4, 6, bias=bias)
+    x, h0, c0 = (dlscratch.randn(*shape, requires_grad=True) for shape in ((5, 3, 4), (1, 3, 6), (1, 3, 6)))
+    found = {}
+    for device in ("cpu", "gpu"):
+        lstm.zero_grad()
+        lstm.to(device)
+        inputs = [t.detach().to(device).requires_grad_() for t in (x, h0, c0)]
+        y, (h_n, c_n) = lstm(inputs[0], (inputs[1], inputs[2]))
+        (y.sum() + (h_n * 2).sum() + (c_n * 3).sum()).backward()
+        found[device] = [t.detach().to("cpu").numpy() for t in (y, h_n, c_n)] + \
+                        [t.grad.to("cpu").numpy() for t in [*inputs, *lstm.parameters()]]
+    assert len(found["gpu"]) == 6 + (4 if bias else 2)
+    for on_gpu, on_cpu in zip(found["gpu"], found["cpu"]):
+        np.testing.assert_allclose(on_gpu, on_cpu, rtol=1e-4, atol=1e-5)
 
 
 POOL_CASES = [((2, 3, 8, 8), 2, None, 0), ((2, 2, 7, 9), 3, 2, 1), ((1, 2, 6, 5), (2, 3), (1, 2), (1, 1)),

@@ -53,17 +53,21 @@ gc_prev = dc * a_f{peep_prev};
 _BACKWARD_BODY = _BACKWARD_TEMPLATE.format(gh="const T g_h = gh;", peep_c=" + d_o * p_o",
                                            peep_prev=" + d_i * p_i + d_f * p_f")
 
-# A layer's time loop (``lstm_layer.py``) has no peepholes, and adds two inputs inside the kernels that the plain
-# path adds in passes of their own: the step's recurrent product ``r = h_prev @ W_hh.T`` to the input projection
-# ``z``, and the output's gradient ``gy`` to the state's ``gh``.
-_FORWARD_RECURRENT_BODY = _FORWARD_TEMPLATE.format(i="z_i + r_i", f="z_f + r_f", g="z_g + r_g", o="z_o + r_o")
+# A layer's time loop (``lstm_layer.py``) has no peepholes, and adds inputs inside the kernels that the plain
+# path adds in passes of their own: the biases ``b = b_ih + b_hh`` and the step's recurrent product
+# ``r = h_prev @ W_hh.T`` to the input projection ``z`` (in the reference's order, ``(z + b) + r``), and the
+# output's gradient ``gy`` to the state's ``gh``.
+_FORWARD_RECURRENT_BODY = _FORWARD_TEMPLATE.format(
+    **{gate: f"(z_{gate} + (bi_{gate} + bh_{gate})) + r_{gate}" for gate in "ifgo"})
 _BACKWARD_RECURRENT_BODY = _BACKWARD_TEMPLATE.format(gh="const T g_h = gh + gy;", peep_c="", peep_prev="")
 
 
 def _gates(z):
-    """``(N, 4H)`` as four ``(N, H)`` views: i, f, g, o."""
-    H = z.shape[1] // 4
-    return [z[:, k * H:(k + 1) * H] for k in range(4)]
+    """``(N, 4H)`` as four ``(N, H)`` views: i, f, g, o (a bias ``(4H,)`` as four ``(H,)``; the number 0 as four)."""
+    if not hasattr(z, "shape"):
+        return [z] * 4
+    H = z.shape[-1] // 4
+    return [z[..., k * H:(k + 1) * H] for k in range(4)]
 
 
 _zero_peepholes = {}  # (array type, H, dtype) -> zeros, made once: a fresh one per step was a memset per launch
@@ -99,19 +103,21 @@ def backward_kernel(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev):
     kernel(*_gates(gates), c_prev, tanh_c, gh, gc, *_peepholes(peephole, c_prev), *_gates(gz), gc_prev)
 
 
-def forward_recurrent_kernel(z, r, c_prev, h, c, tanh_c):
-    """A layer's step: ``z + r`` (``(N, 4H)`` each; ``z`` becomes the activated gates) -> ``h, c, tanh_c: (N, H)``."""
+def forward_recurrent_kernel(z, b_ih, b_hh, r, c_prev, h, c, tanh_c):
+    """A layer's step: ``(z + (b_ih + b_hh)) + r`` (``(N, 4H)``, the biases ``(4H,)`` or the number 0; ``z``
+    becomes the activated gates) -> ``h, c, tanh_c: (N, H)``."""
     kernel = backend.elementwise_kernel(
-        "T r_i, T r_f, T r_g, T r_o, T c_prev",
+        "T bi_i, T bi_f, T bi_g, T bi_o, T bh_i, T bh_f, T bh_g, T bh_o, T r_i, T r_f, T r_g, T r_o, T c_prev",
         "T z_i, T z_f, T z_g, T z_o, T c, T h, T tanh_c",
         _FORWARD_RECURRENT_BODY, "dlscratch_lstm_layer_forward", preamble=_PREAMBLE,
     )
-    kernel(*_gates(r), c_prev, *_gates(z), c, h, tanh_c)
+    kernel(*_gates(b_ih), *_gates(b_hh), *_gates(r), c_prev, *_gates(z), c, h, tanh_c)
 
 
 def backward_recurrent_kernel(gates, c_prev, tanh_c, gh, gy, gc, gz, gc_prev):
-    """A layer's step backward: ``gh + gy`` is the gradient of ``h`` (``gy`` may be the number 0); writes
-    ``gz: (N, 4H)`` and ``gc_prev: (N, H)``, which may be ``gc`` itself (each thread reads its element first)."""
+    """A layer's step backward: ``gh + gy`` is the gradient of ``h`` (``gh``, ``gy`` and ``gc`` may each be the
+    number 0); writes ``gz: (N, 4H)`` and ``gc_prev: (N, H)``, which may be ``gc`` itself (each thread reads its
+    element first)."""
     kernel = backend.elementwise_kernel(
         "T a_i, T a_f, T a_g, T a_o, T c_prev, T tanh_c, T gh, T gy, T gc",
         "T gz_i, T gz_f, T gz_g, T gz_o, T gc_prev",

@@ -12,10 +12,13 @@ Here, for a batch whose sequences all have the same length (``batch_sizes = [N] 
   previous state as a view of the rows before (after, in reverse) its own and writes its output in place,
   so the outputs ``y``, the saved previous states and the final state are views of one array; the cell
   states likewise;
-- the step's recurrent product goes into a kept buffer (``matmul(..., out=)``) and is added to the input
-  projection inside the point-wise kernel (``lstm_kernels.forward_recurrent_kernel``);
+- the step's recurrent product goes into a kept buffer (``matmul(..., out=)``, with ``W_hh`` transposed
+  by cuBLAS rather than copied) and is added to the input projection inside the point-wise kernel
+  (``lstm_kernels.forward_recurrent_kernel``), with the biases;
 - the backward kernel adds the output's gradient to the state's itself, and writes ``gc`` in place; the
-  product ``gz @ W_hh`` goes straight into ``gh``.
+  product ``gz @ W_hh`` goes straight into ``gh``. The first step backward reads the final state's
+  gradients where they are (or the number 0 where the final state got none), so the running gradients
+  need neither zeros nor copies.
 
 A step is then one GEMM and one kernel forward, one kernel and one GEMM backward. Packed sequences of
 different lengths, and the CPU (where the reference's product order suits BLAS better), take the
@@ -36,9 +39,7 @@ class LoopLSTMLayer(LSTMLayer):
         self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)
         xp = backend.get_array_module(x)
         R, N, H = x.shape[0], self.batch_sizes[0], W_hh.shape[1]
-        z_all = x @ W_ih.T  # every step's input projection in one GEMM: (R, 4H)
-        if self.bias:
-            z_all += b_ih + b_hh
+        z_all = x @ W_ih.T  # every step's input projection in one GEMM: (R, 4H); the kernel adds the biases
         hs, cs = xp.empty((2, R + N, H), dtype=x.dtype)  # [h0, y] (forward) or [y, h0] (reverse), and the cells
         start_ends = self.steps[0][0] > self.steps[-1][0]  # reverse: the first step processed is the last one
         mine, before = (slice(0, R), slice(N, R + N)) if start_ends else (slice(N, R + N), slice(0, R))
@@ -46,13 +47,13 @@ class LoopLSTMLayer(LSTMLayer):
         hs[initial], cs[initial] = h0, c0
         y, h_prev_all, c_all, c_prev_all = hs[mine], hs[before], cs[mine], cs[before]
         tanh_c_all = xp.empty((R, H), dtype=x.dtype)
-        W_hh_t = xp.ascontiguousarray(W_hh.T)  # (H, 4H): the step's product h @ W_hh.T without a transposed view
         r = xp.empty((N, 4 * H), dtype=x.dtype)
+        b_ih, b_hh = (b_ih, b_hh) if self.bias else (0, 0)
         for start, n in self.steps:
             rows = slice(start, start + n)
-            xp.matmul(h_prev_all[rows], W_hh_t, out=r)
-            lstm_kernels.forward_recurrent_kernel(z_all[rows], r, c_prev_all[rows], y[rows], c_all[rows],
-                                                  tanh_c_all[rows])
+            xp.matmul(h_prev_all[rows], W_hh.T, out=r)
+            lstm_kernels.forward_recurrent_kernel(z_all[rows], b_ih, b_hh, r, c_prev_all[rows], y[rows],
+                                                  c_all[rows], tanh_c_all[rows])
         last = slice(*((0, N) if start_ends else (R - N, R)))
         self.saved = (x, W_ih, W_hh, z_all, h_prev_all, c_prev_all, c_all, tanh_c_all)
         return y, y[last].copy(), c_all[last].copy()
@@ -60,12 +61,15 @@ class LoopLSTMLayer(LSTMLayer):
     def backward(self, gy, gh_n, gc_n):
         x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
         xp = backend.get_array_module(x)
-        gh, gc, gz_all = self.backward_buffers(gh_n, gc_n)
+        gz_all = xp.empty_like(gates)
+        gh, gc = xp.empty_like(c_all[:self.batch_sizes[0]]), xp.empty_like(c_all[:self.batch_sizes[0]])
+        gh_read, gc_read = 0 if gh_n is None else gh_n, 0 if gc_n is None else gc_n  # the first step's
         for start, n in reversed(self.steps):
             rows = slice(start, start + n)
-            lstm_kernels.backward_recurrent_kernel(gates[rows], c_prev_all[rows], tanh_c_all[rows], gh,
-                                                   0 if gy is None else gy[rows], gc, gz_all[rows], gc)
+            lstm_kernels.backward_recurrent_kernel(gates[rows], c_prev_all[rows], tanh_c_all[rows], gh_read,
+                                                   0 if gy is None else gy[rows], gc_read, gz_all[rows], gc)
             xp.matmul(gz_all[rows], W_hh, out=gh)
+            gh_read, gc_read = gh, gc
         return self.gradients(gz_all, gh, gc)
 
 

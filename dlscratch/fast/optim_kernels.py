@@ -4,23 +4,41 @@ Written with ``out=`` (``optim.py``), Adam's update is still about a dozen array
 parameter, and on a GPU each is a kernel launch of 10-25 µs of host time: 130 of the 143 kernels of a
 small CNN's Adam step (``../shared/gpu-runs/2026-11-25/profile-dlscratch.log``). Here each rule is one
 ``ElementwiseKernel``: every thread reads one element of the gradient, the parameter and the old state,
-and writes that element of the new state and of the step ``delta``; the optimizer then subtracts the
-steps (``optim/optimizer.py``: every update is computed before any is written). Two launches per
-parameter, whatever the rule.
+writes that element of the new state, and subtracts the step from the parameter in place. One launch
+per parameter, whatever the rule.
+
+A step still writes nothing until every parameter's update is ready (``optim/optimizer.py``): the
+update rules only prepare the launches (``Staged.apply``), and the step makes them all, one after the
+other, with signals deferred. The new state goes into a kept buffer other than the old state's
+(``optim.py``), so the parameter is the only array written in place.
 
 The arithmetic is the NumPy fast path's, operation for operation, in float32: the hyperparameters
-arrive as float32 scalars, as NumPy turns a Python float into the array's type, so both paths give the
-same bits (sqrt and division are correctly rounded in both). ``first`` marks a parameter's first step,
-when the old state does not exist yet (the gradient is passed in its place and not read).
+arrive as float32 scalars, as NumPy turns a Python float into the array's type, and the kernels are
+compiled with ``--fmad=false``, so that CUDA does not merge a multiplication and an addition into one
+fused multiply-add, rounded once where NumPy rounds twice. Both paths give the same bits (sqrt and
+division are correctly rounded in both). ``first`` marks a parameter's first step, when the old state
+does not exist yet (the gradient is passed in its place and not read).
+
+Every kernel also reads ``halt``, a two-element float64 array on the device: while ``halt[0]`` is not 0 it
+writes nothing. ``fit`` (``training/device_steps.py``) checks the loss and the gradients on the device and
+sets ``halt`` there, so that a step with a NaN or an infinity leaves the weights as they were without the
+host waiting for the check; outside ``fit`` the kernels read an array of zeros (``optim/halt.py``).
 """
 
+import functools
 import math
 
 import numpy
 
 from .. import backend
+from ..optim.halt import halt_flag as _halt_flag
 
-_SGD = """
+
+def _unless_halted(body):
+    return "if (halt[0] == 0) {\n" + body + "}\n"
+
+
+_SGD = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
 if (first) {
@@ -30,16 +48,18 @@ if (first) {
     buf_new += dampening == 0 ? grad : grad * one_minus_dampening;
 }
 grad = nesterov ? grad + buf_new * momentum : buf_new;
-delta = grad * lr;
-"""
+const T delta = grad * lr;
+p = p - delta;
+""")
 
-_SGD_PLAIN = """
+_SGD_PLAIN = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
-delta = grad * lr;
-"""
+const T delta = grad * lr;
+p = p - delta;
+""")
 
-_ADAM = """
+_ADAM = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
 m_new = grad * one_minus_beta1;
@@ -47,10 +67,11 @@ if (!first) m_new += m * beta1;
 v_new = grad * one_minus_beta2 * grad;
 if (!first) v_new += v * beta2;
 const T denom = sqrt(v_new) / sqrt_correction2 + eps;
-delta = m_new / denom * lr_corrected;
-"""
+const T delta = m_new / denom * lr_corrected;
+p = p - delta;
+""")
 
-_ADADELTA = """
+_ADADELTA = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
 v_new = grad * one_minus_rho * grad;
@@ -59,8 +80,9 @@ T step = first ? sqrt_eps : sqrt(u + eps);
 step = step / sqrt(v_new + eps) * grad;
 u_new = step * one_minus_rho * step;
 if (!first) u_new += u * rho;
-delta = step * lr;
-"""
+const T delta = step * lr;
+p = p - delta;
+""")
 
 
 def _scalars(names):
@@ -68,7 +90,16 @@ def _scalars(names):
 
 
 def _kernel(inputs, outputs, body, name, twin):
-    return backend.elementwise_kernel(inputs, outputs, body, name, twin=twin)
+    inputs = "raw float64 halt, " + inputs
+    return backend.elementwise_kernel(inputs, outputs, body, name, twin=_halting(twin), options=("--fmad=false",))
+
+
+@functools.cache  # one twin per rule: the kernel cache's key holds it
+def _halting(twin):
+    def halting_twin(halt, *args):
+        if halt[0] == 0:
+            twin(*args)
+    return halting_twin
 
 
 def runs_on_kernels(array):
@@ -76,40 +107,43 @@ def runs_on_kernels(array):
     return backend.is_gpu_array(array) and backend.has_kernels()
 
 
-def sgd(g, p, buf, delta, buf_new, lr, momentum, dampening, weight_decay, nesterov):
-    """SGD's step into ``delta`` (and with momentum the new buffer into ``buf_new``); ``buf`` None at the first step."""
+def sgd(g, p, buf, buf_new, lr, momentum, dampening, weight_decay, nesterov):
+    """SGD's step, subtracted from ``p`` in place (with momentum the new buffer into ``buf_new``); ``buf`` None
+    at the first step."""
     decay = (float(weight_decay),)
     if not momentum:
-        kernel = _kernel(f"T g, T p, {_scalars(['weight_decay', 'lr'])}", "T delta", _SGD_PLAIN,
-                         "dlscratch_sgd", _sgd_plain_twin)
-        kernel(g, p, *decay, float(lr), delta)
+        kernel = _kernel(f"T g, {_scalars(['weight_decay', 'lr'])}", "T p", _SGD_PLAIN, "dlscratch_sgd",
+                         _sgd_plain_twin)
+        kernel(_halt_flag(p), g, *decay, float(lr), p)
         return
     names = ["weight_decay", "momentum", "dampening", "one_minus_dampening", "lr"]
-    kernel = _kernel(f"T g, T p, T buf, {_scalars(names)}, int32 first, int32 nesterov", "T buf_new, T delta",
+    kernel = _kernel(f"T g, T buf, {_scalars(names)}, int32 first, int32 nesterov", "T buf_new, T p",
                      _SGD, "dlscratch_sgd_momentum", _sgd_twin)
-    kernel(g, p, g if buf is None else buf, *decay, float(momentum), float(dampening), 1 - float(dampening),
-           float(lr), int(buf is None), int(bool(nesterov)), buf_new, delta)
+    kernel(_halt_flag(p), g, g if buf is None else buf, *decay, float(momentum), float(dampening), 1 - float(dampening),
+           float(lr), int(buf is None), int(bool(nesterov)), buf_new, p)
 
 
-def adam(g, p, m, v, delta, m_new, v_new, lr, beta1, beta2, eps, weight_decay, t):
-    """Adam's step ``t`` into ``delta``, the new moments into ``m_new, v_new``; ``m, v`` None at the first step."""
+def adam(g, p, m, v, m_new, v_new, lr, beta1, beta2, eps, weight_decay, t):
+    """Adam's step ``t``, subtracted from ``p`` in place, the new moments into ``m_new, v_new``; ``m, v`` None at
+    the first step."""
     names = ["weight_decay", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "sqrt_correction2", "eps",
              "lr_corrected"]
-    kernel = _kernel(f"T g, T p, T m, T v, {_scalars(names)}, int32 first", "T m_new, T v_new, T delta", _ADAM,
+    kernel = _kernel(f"T g, T m, T v, {_scalars(names)}, int32 first", "T m_new, T v_new, T p", _ADAM,
                      "dlscratch_adam", _adam_twin)
     first = m is None
-    kernel(g, p, g if first else m, g if first else v, float(weight_decay), beta1, 1 - beta1, beta2, 1 - beta2,
-           math.sqrt(1 - beta2**t), float(eps), lr / (1 - beta1**t), int(first), m_new, v_new, delta)
+    kernel(_halt_flag(p), g, g if first else m, g if first else v, float(weight_decay), beta1, 1 - beta1, beta2,
+           1 - beta2, math.sqrt(1 - beta2**t), float(eps), lr / (1 - beta1**t), int(first), m_new, v_new, p)
 
 
-def adadelta(g, p, v, u, delta, v_new, u_new, lr, rho, eps, weight_decay):
-    """AdaDelta's step into ``delta``, the new averages into ``v_new, u_new``; ``v, u`` None at the first step."""
+def adadelta(g, p, v, u, v_new, u_new, lr, rho, eps, weight_decay):
+    """AdaDelta's step, subtracted from ``p`` in place, the new averages into ``v_new, u_new``; ``v, u`` None at
+    the first step."""
     names = ["weight_decay", "rho", "one_minus_rho", "eps", "sqrt_eps", "lr"]
-    kernel = _kernel(f"T g, T p, T v, T u, {_scalars(names)}, int32 first", "T v_new, T u_new, T delta",
+    kernel = _kernel(f"T g, T v, T u, {_scalars(names)}, int32 first", "T v_new, T u_new, T p",
                      _ADADELTA, "dlscratch_adadelta", _adadelta_twin)
     first = v is None
-    kernel(g, p, g if first else v, g if first else u, float(weight_decay), rho, 1 - rho, eps, math.sqrt(eps),
-           float(lr), int(first), v_new, u_new, delta)
+    kernel(_halt_flag(p), g, g if first else v, g if first else u, float(weight_decay), rho, 1 - rho, eps,
+           math.sqrt(eps), float(lr), int(first), v_new, u_new, p)
 
 
 # The NumPy twins of the kernels, the same arithmetic in the same order: the strict CuPy stand-in runs a large
@@ -118,30 +152,30 @@ def _decayed(g, p, weight_decay):
     return g + p * weight_decay if weight_decay != 0 else g
 
 
-def _sgd_plain_twin(g, p, weight_decay, lr, delta):
-    delta[...] = _decayed(g, p, weight_decay) * lr
+def _sgd_plain_twin(g, weight_decay, lr, p):
+    p -= _decayed(g, p, weight_decay) * lr
 
 
-def _sgd_twin(g, p, buf, weight_decay, momentum, dampening, one_minus_dampening, lr, first, nesterov, buf_new, delta):
+def _sgd_twin(g, buf, weight_decay, momentum, dampening, one_minus_dampening, lr, first, nesterov, buf_new, p):
     grad = _decayed(g, p, weight_decay)
     if first:
         buf_new[...] = grad
     else:
         buf_new[...] = buf * momentum + (grad if dampening == 0 else grad * one_minus_dampening)
-    delta[...] = (grad + buf_new * momentum if nesterov else buf_new) * lr
+    p -= (grad + buf_new * momentum if nesterov else buf_new) * lr
 
 
-def _adam_twin(g, p, m, v, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_correction2, eps,
-               lr_corrected, first, m_new, v_new, delta):
+def _adam_twin(g, m, v, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_correction2, eps,
+               lr_corrected, first, m_new, v_new, p):
     grad = _decayed(g, p, weight_decay)
     m_new[...] = grad * one_minus_beta1 + (0 if first else m * beta1)
     v_new[...] = grad * one_minus_beta2 * grad + (0 if first else v * beta2)
-    delta[...] = m_new / (numpy.sqrt(v_new) / sqrt_correction2 + eps) * lr_corrected
+    p -= m_new / (numpy.sqrt(v_new) / sqrt_correction2 + eps) * lr_corrected
 
 
-def _adadelta_twin(g, p, v, u, weight_decay, rho, one_minus_rho, eps, sqrt_eps, lr, first, v_new, u_new, delta):
+def _adadelta_twin(g, v, u, weight_decay, rho, one_minus_rho, eps, sqrt_eps, lr, first, v_new, u_new, p):
     grad = _decayed(g, p, weight_decay)
     v_new[...] = grad * one_minus_rho * grad + (0 if first else v * rho)
     step = (sqrt_eps if first else numpy.sqrt(u + eps)) / numpy.sqrt(v_new + eps) * grad
     u_new[...] = step * one_minus_rho * step + (0 if first else u * rho)
-    delta[...] = step * lr
+    p -= step * lr

@@ -149,7 +149,8 @@ class LSTM(Module):
             layer_input = outputs[0] if len(outputs) == 1 else concatenate(outputs, 1)
             if layer < self.num_layers - 1:
                 layer_input = dropout(layer_input, self.dropout, self.training)
-        h_n, c_n = stack(h_n), stack(c_n)
+        # one layer, one direction: a view with a new first axis, where stack() would copy each state
+        h_n, c_n = (h_n[0].unsqueeze(0), c_n[0].unsqueeze(0)) if len(h_n) == 1 else (stack(h_n), stack(c_n))
         if unsorted_indices is not None:
             h_n, c_n = h_n[:, unsorted_indices], c_n[:, unsorted_indices]
         if packed:

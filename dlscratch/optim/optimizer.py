@@ -31,12 +31,14 @@ class Staged:
     """One parameter's update in the making, as ``_update`` sees it: ``param``, the parameter;
     ``data``, its array (read it, never write into it); ``delta``, set by ``_update``: the array
     that ``step`` subtracts from ``data``; ``state``, the copy of its state dict that ``step``
-    puts in place of the old one."""
+    puts in place of the old one. Instead of ``delta``, an update may set ``apply``: a function
+    of no arguments that ``step`` calls to write the update (a fused GPU kernel that subtracts the
+    step from ``data`` in place, ``fast/optim_kernels.py``); it must not fail once prepared."""
 
-    __slots__ = ("param", "data", "delta", "state")
+    __slots__ = ("param", "data", "delta", "apply", "state")
 
     def __init__(self, param, state):
-        self.param, self.data, self.delta, self.state = param, param.data, None, state
+        self.param, self.data, self.delta, self.apply, self.state = param, param.data, None, None, state
 
 
 class Optimizer:
@@ -114,13 +116,16 @@ class Optimizer:
                 if p.grad is not None:
                     new = Staged(p, dict(self.state.get(p, {})))
                     update(self, new, p.grad.data, new.state, group)
-                    if new.delta is None:
+                    if new.delta is None and new.apply is None:
                         raise NotImplementedError(f"{type(self).__name__}._update must set p.delta, the amount "
-                                                  "to subtract from p.data")
+                                                  "to subtract from p.data (or p.apply)")
                     staged.append(new)
         with signals_deferred():
             for new in staged:
-                new.param.data -= new.delta
+                if new.apply is not None:
+                    new.apply()
+                else:
+                    new.param.data -= new.delta
                 self.state[new.param] = new.state
 
     def _update(self, p, grad, state, group):

@@ -18,6 +18,11 @@ NaN loss is caught, before its backward pass and update can reach the weights. A
 pass, one more transfer says whether every gradient is finite (one flag per parameter), so an
 infinite gradient of a finite loss is caught before its update too.
 
+On a GPU each transfer makes the host wait for the device. With an optimizer of ``dlscratch.optim``
+there, the same checks run on the device instead, and the fused update writes nothing after a failed
+one; the host reads the losses and the checks at the progress updates only (``device_steps.py``).
+``evaluate`` reads its batches' numbers once at its end there.
+
 An optimizer of ``dlscratch.optim`` applies a step whole or not at all, whatever raises inside it
 (``optim/optimizer.py``); ``fit`` holds back the signals that Python handles (Ctrl-C, a ``SIGALRM``
 timeout, ...) while a step is applied and recorded, so the history counts exactly the steps the
@@ -34,6 +39,7 @@ from .. import backend, memory
 from ..grad_mode import no_grad
 from ..optim.signals import signals_deferred
 from ..tensor import Tensor
+from . import device_steps
 from .history import History
 from .progress import progress_bar
 
@@ -170,6 +176,9 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
     """One pass over the batches of ``loader``, one optimizer step each; returns the pass's ``_Meter``."""
     meter = _Meter(metric_fns, with_loss=True)
     model.train()
+    if device_steps.runs_on_the_device(optimizer):
+        return _train_epoch_on_the_device(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch,
+                                          max_steps, meter)
     for batch in loader:
         inputs, targets = _split("fit", batch)
         outputs = model(*inputs)
@@ -195,6 +204,69 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
         if max_steps is not None and len(history.step_losses) >= max_steps:
             break
     return meter
+
+
+def _train_epoch_on_the_device(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch, max_steps,
+                               meter):
+    """``_train_epoch`` with the checks on the device (``device_steps.py``): no wait between two reads."""
+    steps = device_steps.Steps(optimizer, len(history.step_losses) + 1)
+    done = False
+    try:
+        for batch in loader:
+            inputs, targets = _split("fit", batch)
+            outputs = model(*inputs)
+            loss = _check_loss("fit", loss_fn(outputs, targets))
+            steps.check_loss(loss, _values(loss, outputs, targets, metric_fns))
+            optimizer.zero_grad()
+            loss.backward()
+            steps.check_gradients()
+            with signals_deferred():  # the update and its place among the pending steps: all or nothing
+                steps.step(loss, len(targets))
+            bar.update()
+            if steps.due():
+                _record_pending(steps, model, optimizer, bar, history, epoch, meter)
+            if max_steps is not None and len(history.step_losses) + len(steps.rows) >= max_steps:
+                break
+        done = True
+    finally:
+        if done:
+            _record_pending(steps, model, optimizer, bar, history, epoch, meter)
+        elif steps.rows:  # an error or an interrupt: record what the weights have had, then let it go on
+            try:
+                _record_pending(steps, model, optimizer, bar, history, epoch, meter)
+            except (TrainingDiverged, ValueError):
+                pass
+    return meter
+
+
+def _record_pending(steps, model, optimizer, bar, history, epoch, meter):
+    """Read the pending steps (one copy) into the history and ``meter``; raise for a step that went wrong,
+    after putting the optimizer's state back as it was before it."""
+    rows, halted, which = steps.read()
+    applied = rows if halted is None else rows[:halted]
+    with signals_deferred():
+        for row, size in zip(applied, steps.sizes):
+            history.record_step(row[0])
+            meter.add(size, row[0], row[1:])
+        if halted is not None:
+            steps.restore(halted)
+    failed = None if halted is None else (rows[halted][0], steps.checks[halted])
+    steps.forget()
+    if not bar.disable and meter.samples:
+        bar.set_postfix_str(_describe(meter.means()), refresh=False)
+    if failed is None:
+        return
+    loss_value, deferred_check = failed
+    step, global_step = meter.batches + 1, len(history.step_losses) + 1
+    if which == 0:
+        if deferred_check is not None:
+            deferred_check()  # the GPU cross-entropy's labels: its error names the label
+        lr = getattr(optimizer, "param_groups", [{}])[0].get("lr")
+        raise TrainingDiverged(loss_value, epoch, step, global_step, lr, history)
+    bad = steps.parameter_number(which)
+    names = {id(p): name for name, p in model.named_parameters()}
+    parameter = names.get(id(bad), f"a parameter of shape {bad.shape} that is not in the model")
+    raise TrainingDiverged(loss_value, epoch, step, global_step, history=history, parameter=parameter)
 
 
 def _nonfinite_gradient(model, optimizer):
@@ -229,19 +301,39 @@ def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
     meter = _Meter(metric_fns, with_loss=loss_fn is not None)
     try:
         model.eval()
+        pending = []  # on a GPU: (batch size, values on the device, loss), read together
         with no_grad():
             for batch in loader:
                 inputs, targets = _split("evaluate", batch)
                 outputs = model(*inputs)
                 loss = None if loss_fn is None else _check_loss("evaluate", loss_fn(outputs, targets))
+                if backend.is_gpu_array(outputs.data):
+                    pending.append((len(targets), _values(loss, outputs, targets, metric_fns), loss))
+                    if len(pending) >= device_steps.MOST_PENDING:
+                        _add_pending(pending, meter)
+                    continue
                 loss_value, counts = _fetch(loss, outputs, targets, metric_fns)
                 if loss is not None:
                     loss._read(loss_value)  # a check the loss left on the device (the labels) raises here
                 meter.add(len(targets), loss_value, counts)
+            _add_pending(pending, meter)
     finally:
         for module, mode in modes:
             module.training = mode
     return meter.means("evaluate: the loader")
+
+
+def _add_pending(pending, meter):
+    """Read ``evaluate``'s pending batches in one copy into ``meter``, and empty ``pending``."""
+    if not pending:
+        return
+    xp = backend.get_array_module(pending[0][1])
+    rows = backend.to_cpu(xp.stack([values for _, values, _ in pending])).tolist()
+    for (size, _, loss), row in zip(pending, rows):
+        if loss is not None:
+            loss._read(row[0])  # a check the loss left on the device (the labels) raises here
+        meter.add(size, row[0] if loss is not None else None, row[1:] if loss is not None else row)
+    pending.clear()
 
 
 class _Meter:
@@ -270,12 +362,17 @@ class _Meter:
         return results
 
 
-def _fetch(loss, outputs, targets, metric_fns):
-    """The batch's loss (None without one) and metric sums as Python floats, in one device-to-host copy."""
+def _values(loss, outputs, targets, metric_fns):
+    """The batch's loss (if any) and metric sums, as one float64 array on the outputs' device."""
     xp = backend.get_array_module(outputs.data)
     values = [] if loss is None else [loss.data.reshape(())]
     values += [fn(outputs.data, targets.data) for fn in metric_fns.values()]
-    host = backend.to_cpu(xp.stack([xp.asarray(v, dtype=xp.float64) for v in values])).tolist()
+    return xp.stack([xp.asarray(v, dtype=xp.float64) for v in values])
+
+
+def _fetch(loss, outputs, targets, metric_fns):
+    """The batch's loss (None without one) and metric sums as Python floats, in one device-to-host copy."""
+    host = backend.to_cpu(_values(loss, outputs, targets, metric_fns)).tolist()
     return (None, host) if loss is None else (host[0], host[1:])
 
 
