@@ -32,8 +32,35 @@ def reachable_functions(root):
 _by_seq = operator.attrgetter("seq")
 
 
+_callbacks = []  # one list per backward pass running, innermost last
+
+
+def queue_callback(callback):
+    """Call ``callback()`` once the backward pass running now has reached every leaf (PyTorch's engine has
+    the same; ``DistributedDataParallel`` waits there for its gradient averages). Outside a backward pass
+    this raises RuntimeError."""
+    if not _callbacks:
+        raise RuntimeError("queue_callback: no backward pass is running; call it from a hook during backward()")
+    _callbacks[-1].append(callback)
+
+
 def backward(output, grad):
-    """Propagate ``grad`` (an array shaped like ``output``) to every tensor ``output`` depends on."""
+    """Propagate ``grad`` (an array shaped like ``output``) to every tensor ``output`` depends on, then run
+    the callbacks queued during the pass (``queue_callback``), in order."""
+    _callbacks.append([])
+    try:
+        if output.creator is None:
+            output.accumulate_grad(grad)
+        else:
+            _propagate(output, grad)
+        queued = _callbacks[-1]
+        while queued:
+            queued.pop(0)()
+    finally:
+        _callbacks.pop()
+
+
+def _propagate(output, grad):
     grads = {id(output): grad}
     for fn in reachable_functions(output.creator):
         if len(fn.outputs) == 1:

@@ -111,6 +111,20 @@ def as_constant(value, like=None):
     return Tensor(value, dtype=dtype, device=like.device)
 
 
+class _HookHandle:
+    """What ``register_post_accumulate_grad_hook`` returns: ``remove()`` unregisters the hook."""
+
+    _next = [0]
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._key = hooks, self._next[0]
+        self._next[0] += 1
+        hooks[self._key] = hook
+
+    def remove(self):
+        self._hooks.pop(self._key, None)
+
+
 class Tensor:
     """A node of the computation graph holding an array. See the module docstring.
 
@@ -119,7 +133,7 @@ class Tensor:
     writes into the array cannot change, use ``dlscratch.tensor(data)``."""
 
     __slots__ = ("_data", "_version_counter", "_grad", "_requires_grad", "creator", "retains_grad", "name",
-                 "deferred_check", "__weakref__")
+                 "deferred_check", "_grad_hooks", "__weakref__")
     __array_ufunc__ = None  # make NumPy defer to Tensor's reflected operators: array + tensor -> Tensor
 
     def __init__(self, data, requires_grad=False, dtype=None, device=None, name=None):
@@ -131,6 +145,7 @@ class Tensor:
         self.retains_grad = False
         self.name = name
         self.deferred_check = None
+        self._grad_hooks = None
 
     @classmethod
     def _make(cls, data, requires_grad, version_counter=None):
@@ -139,7 +154,7 @@ class Tensor:
         t = cls.__new__(cls)
         t._data, t._requires_grad, t.retains_grad = data, requires_grad, False
         t._version_counter = version_counter
-        t._grad = t.creator = t.name = t.deferred_check = None
+        t._grad = t.creator = t.name = t.deferred_check = t._grad_hooks = None
         return t
 
     # ----- what it is -----
@@ -326,13 +341,11 @@ class Tensor:
             grad = _to_array(grad, dtype=self.dtype, device=self.device)
             if grad.shape != self.shape:
                 raise ValueError(f"backward: grad has shape {grad.shape} but the output has shape {self.shape}")
-        if self.creator is None:
-            self.accumulate_grad(grad)
-        else:
-            autograd.backward(self, grad)
+        autograd.backward(self, grad)
 
     def accumulate_grad(self, g, copy=True):
-        """Add array ``g`` to ``.grad``, in this tensor's dtype.
+        """Add array ``g`` to ``.grad``, in this tensor's dtype, then call the hooks registered with
+        ``register_post_accumulate_grad_hook``.
 
         ``copy=False`` lets the first gradient be kept as it is, when the caller knows that nothing
         else holds ``g``; otherwise ``.grad`` never shares ``g``'s memory.
@@ -341,6 +354,22 @@ class Tensor:
             self._grad = Tensor._make(g.astype(self._data.dtype, copy=copy), False)
         else:
             self._grad = Tensor._make((self._grad._data + g).astype(self._data.dtype, copy=False), False)
+        if self._grad_hooks:
+            for hook in list(self._grad_hooks.values()):
+                hook(self)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` each time backward has added a gradient into this leaf's ``.grad`` (PyTorch's
+        name; ``DistributedDataParallel`` uses it to send gradients while the backward goes on). Returns a
+        handle whose ``remove()`` unregisters it."""
+        if self.creator is not None:
+            raise RuntimeError("register_post_accumulate_grad_hook: only a leaf tensor accumulates a gradient; "
+                               "this one was computed by an operation")
+        if not callable(hook):
+            raise TypeError(f"register_post_accumulate_grad_hook: the hook must be callable, got {hook!r}")
+        if self._grad_hooks is None:
+            self._grad_hooks = {}
+        return _HookHandle(self._grad_hooks, hook)
 
     def retain_grad(self):
         """Keep the gradient of this non-leaf tensor in ``.grad`` during backward."""

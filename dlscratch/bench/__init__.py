@@ -15,6 +15,7 @@ SUITES = {
     "cnn": "dlscratch.bench.cnn",
     "lstm": "dlscratch.bench.lstm",
     "launches": "dlscratch.bench.launches",
+    "distributed": "dlscratch.bench.distributed",
 }
 
 

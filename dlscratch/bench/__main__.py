@@ -3,6 +3,7 @@
 import argparse
 
 from .. import backend, memory
+from ..distributed.process_group import launched_rank
 from . import SUITES, load_suite
 from .busy import busy_cores
 
@@ -48,9 +49,10 @@ def main(argv=None):
             backend.use(args.device)
         except RuntimeError as exc:
             parser.error(str(exc))
-    print(backend.describe())
     kept = memory.keep_freed_memory()  # as fit() and the lessons do: each step reuses the last one's memory
-    print("freed memory kept in the process: " + ("yes" if kept else "no (DLSCRATCH_KEEP_MEMORY=0, or not glibc)"))
+    if launched_rank() == 0:  # under mpiexec (the distributed suite), rank 0 speaks for all
+        print(backend.describe())
+        print("freed memory kept in the process: " + ("yes" if kept else "no (DLSCRATCH_KEEP_MEMORY=0, or not glibc)"))
     if args.busy:
         print(f"busy machine: {args.busy} other process(es) each keep one CPU core busy during the measurements")
     with busy_cores(args.busy):

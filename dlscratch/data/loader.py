@@ -24,27 +24,38 @@ class DataLoader:
     drop_last: skip the last batch when it has fewer than ``batch_size`` samples.
     seed: seeds this loader's own random generator, so the same seed gives the same batches;
         with None the order comes from dlscratch's generator (``dlscratch.manual_seed``).
+    sampler: an iterable of dataset indices with a length, which sets the order instead (such as
+        ``distributed.DistributedSampler``, each rank's share); it excludes ``shuffle`` and ``seed``.
     Yields a tuple of Tensors when the dataset's samples are tuples, else one Tensor.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None):
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None, sampler=None):
         _check_arguments(dataset, batch_size, shuffle, drop_last, seed)
+        if sampler is not None and (shuffle or seed is not None):
+            raise ValueError("DataLoader: sampler= sets the order itself; it cannot go with shuffle=True or seed=")
+        if sampler is not None and not (hasattr(sampler, "__iter__") and hasattr(sampler, "__len__")):
+            raise TypeError(f"DataLoader: sampler must be an iterable of indices with a length, "
+                            f"got {type(sampler).__name__}")
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
         self.seed = seed
+        self.sampler = sampler
         self._rng = None if seed is None else numpy.random.default_rng(seed)
 
     def __len__(self):
         """The number of batches per epoch."""
-        n = len(self.dataset)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def __iter__(self):
-        n = len(self.dataset)
-        rng = self._rng if self._rng is not None else creation.generator(numpy)
-        order = rng.permutation(n) if self.shuffle else numpy.arange(n)
+        if self.sampler is not None:
+            order = numpy.fromiter(self.sampler, dtype=numpy.int64, count=len(self.sampler))
+        else:
+            n = len(self.dataset)
+            rng = self._rng if self._rng is not None else creation.generator(numpy)
+            order = rng.permutation(n) if self.shuffle else numpy.arange(n)
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             yield self._batch(order[start:start + self.batch_size])
 
@@ -58,9 +69,10 @@ class DataLoader:
         return _to_tensor(batch)
 
     def __repr__(self):
+        sampler = "" if self.sampler is None else f", sampler={self.sampler!r}"
         return (
             f"DataLoader({type(self.dataset).__name__} of {len(self.dataset)}, batch_size={self.batch_size}, "
-            f"shuffle={self.shuffle}, drop_last={self.drop_last}, seed={self.seed})"
+            f"shuffle={self.shuffle}, drop_last={self.drop_last}, seed={self.seed}{sampler})"
         )
 
 

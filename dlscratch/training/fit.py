@@ -36,6 +36,7 @@ import numbers
 import numpy
 
 from .. import backend, memory
+from ..distributed.process_group import get_rank
 from ..grad_mode import no_grad
 from ..optim.signals import signals_deferred
 from ..tensor import Tensor
@@ -126,8 +127,9 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     loss_fn: ``loss_fn(outputs, targets)`` -> a scalar Tensor, the batch mean (``F.cross_entropy``).
     train_loader, val_loader: iterables of batches ``(inputs..., targets)``; ``model(*inputs)``
         gives the outputs. With ``val_loader`` each epoch ends with ``evaluate`` (keys ``val_...``).
+        A loader's ``sampler`` with ``set_epoch`` (``distributed.DistributedSampler``) is set to each epoch.
     metrics: names from ``METRICS`` ("accuracy": argmax of outputs (N, C) against labels (N,)), or ().
-    progress: a bar per epoch with the running loss and metrics (``tqdm.auto``).
+    progress: a bar per epoch with the running loss and metrics (``tqdm.auto``); under ``mpiexec``, rank 0's only.
     max_steps: stop after this many optimizer steps in all (the last epoch is then partial).
     scheduler: a learning-rate schedule (``optim.lr_scheduler``), stepped after each epoch; the
         history then records each epoch's learning rate as ``"lr"`` (the first parameter group's).
@@ -151,8 +153,12 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     history = History()
     try:
         for epoch in range(1, epochs + 1):
+            sampler = getattr(train_loader, "sampler", None)
+            if hasattr(sampler, "set_epoch"):
+                sampler.set_epoch(epoch - 1)  # a fresh share for each rank, the same permutation on every rank
             # fit checks every loss itself, so NumPy's overflow warnings would only bury TrainingDiverged.
-            with progress_bar(train_loader, f"epoch {epoch}/{epochs}", progress) as bar, numpy.errstate(all="ignore"):
+            shown = progress and get_rank() == 0  # under mpiexec, one bar: rank 0's
+            with progress_bar(train_loader, f"epoch {epoch}/{epochs}", shown) as bar, numpy.errstate(all="ignore"):
                 meter = _train_epoch(model, loss_fn, optimizer, train_loader, bar, metric_fns, history, epoch,
                                      max_steps)
                 results = meter.means("fit: train_loader")

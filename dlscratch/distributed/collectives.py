@@ -1,0 +1,98 @@
+"""Collectives on tensors, in place, over the process group: ``all_reduce``, ``broadcast``, ``barrier``.
+
+Host arrays go to MPI as they are (mpi4py reads NumPy's buffer directly). GPU arrays go through NCCL
+(``cupy.cuda.nccl``) when every rank has a GPU of its own, and through host memory otherwise: copied to
+the host, reduced by MPI, copied back. Outside a group (one process) every collective leaves the tensor
+as it is.
+"""
+
+import numpy
+
+from .. import backend
+from ..tensor import Tensor
+from . import nccl
+from .process_group import communicator, get_world_size
+
+
+class ReduceOp:
+    """How ``all_reduce`` combines the ranks' values (PyTorch's names)."""
+
+    SUM, PRODUCT, MIN, MAX, AVG = "sum", "product", "min", "max", "avg"
+
+
+_OPS = (ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.AVG)
+
+
+def array_of(tensor, caller):
+    """The array that ``tensor`` (a Tensor or an array) holds, checked for a collective."""
+    array = tensor.data if isinstance(tensor, Tensor) else tensor
+    if not (isinstance(array, numpy.ndarray) or backend.is_gpu_array(array)):
+        raise TypeError(f"{caller}: expected a Tensor or an array, got {type(tensor).__name__}")
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{caller}: the tensor must be contiguous (C order) to be sent in place; "
+                         "use .contiguous() first")
+    return array
+
+
+def all_reduce(tensor, op=ReduceOp.SUM):
+    """Replace ``tensor``'s values by their combination over every rank (``op``: sum by default), in place."""
+    if op not in _OPS:
+        raise ValueError(f"all_reduce: op must be one of {list(_OPS)}, got {op!r}")
+    array = array_of(tensor, "all_reduce")
+    comm = communicator()
+    if comm is None or get_world_size() == 1:
+        return tensor
+    if backend.is_gpu_array(array) and nccl.usable():
+        nccl.all_reduce(array, op)
+    else:
+        host = backend.to_cpu(array) if backend.is_gpu_array(array) else array
+        comm.Allreduce(_in_place(), host, op=_mpi_op(op))
+        if op == ReduceOp.AVG:
+            host /= get_world_size()
+        if host is not array:
+            array[...] = backend.get_array_module(array).asarray(host)
+    return tensor
+
+
+def broadcast(tensor, src=0):
+    """Replace ``tensor``'s values on every rank by rank ``src``'s, in place."""
+    array = array_of(tensor, "broadcast")
+    comm = communicator()
+    if not (isinstance(src, int) and 0 <= src < get_world_size()):
+        raise ValueError(f"broadcast: src must be a rank in [0, {get_world_size()}), got {src!r}")
+    if comm is None or get_world_size() == 1:
+        return tensor
+    if backend.is_gpu_array(array) and nccl.usable():
+        nccl.broadcast(array, src)
+    else:
+        host = backend.to_cpu(array) if backend.is_gpu_array(array) else array
+        comm.Bcast(host, root=src)
+        if host is not array:
+            array[...] = backend.get_array_module(array).asarray(host)
+    return tensor
+
+
+def barrier():
+    """Wait until every rank has reached this point."""
+    comm = communicator()
+    if comm is not None:
+        comm.Barrier()
+
+
+def all_gather_object(value):
+    """Every rank's ``value`` (any picklable object), as a list indexed by rank."""
+    comm = communicator()
+    return [value] if comm is None else comm.allgather(value)
+
+
+def _in_place():
+    from mpi4py import MPI
+
+    return MPI.IN_PLACE
+
+
+def _mpi_op(op):
+    from mpi4py import MPI
+
+    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
+            ReduceOp.MAX: MPI.MAX}[op]

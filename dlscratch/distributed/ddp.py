@@ -1,0 +1,160 @@
+"""``DistributedDataParallel``: one copy of the model per rank, the gradients averaged during backward.
+
+    dist.init_process_group()
+    model = DistributedDataParallel(net, bucket_cap_mb=25)   # rank 0's weights on every rank
+    loss_fn(model(x), y).backward()                          # every .grad is the mean over the ranks
+    optimizer.step()                                          # the same step on every rank
+
+Each rank computes the gradient of its own share of the batch; the mean of the ranks' gradients is the
+gradient of the whole batch's mean loss, so N ranks at batch B/N train the weights that one process at
+batch B trains, up to float32 round-off.
+
+The averaging rides on the backward pass. The parameters are cut into buckets of about ``bucket_cap_mb``
+megabytes, in reverse order (the order in which backward reaches them). A hook on each parameter
+(``register_post_accumulate_grad_hook``) marks it ready; when a bucket is ready its gradients are packed
+into one flat array and a non-blocking all-reduce (MPI's ``Iallreduce``, or NCCL on GPUs) starts, while
+backward goes on with the layers below. When backward has reached every leaf (``autograd.queue_callback``)
+the remaining buckets are sent, every reduction is waited for, and the means are written back into the
+gradients. A smaller bucket starts sending sooner but pays MPI's latency more often: lesson 11 measures it.
+"""
+
+import contextlib
+
+from .. import autograd, backend
+from ..grad_mode import no_grad
+from ..nn.module import Module
+from ..tensor import Tensor
+from . import nccl
+from .collectives import all_gather_object, broadcast
+from .process_group import communicator, get_rank, get_world_size
+
+
+class DistributedDataParallel(Module):
+    def __init__(self, module, bucket_cap_mb=25):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel: expected an nn.Module, got {type(module).__name__}")
+        if isinstance(bucket_cap_mb, bool) or not isinstance(bucket_cap_mb, (int, float)) or not bucket_cap_mb > 0:
+            raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be a number > 0, got {bucket_cap_mb!r}")
+        self.module = module
+        _check_same_model(module)
+        with no_grad():
+            for tensor in [*module.parameters(), *module.buffers()]:
+                broadcast(tensor.data, src=0)  # rank 0's weights everywhere
+        params = [p for p in module.parameters() if p.requires_grad]
+        object.__setattr__(self, "bucket_cap_mb", bucket_cap_mb)
+        object.__setattr__(self, "_buckets", _buckets(params[::-1], bucket_cap_mb * 2**20))
+        object.__setattr__(self, "_bucket_of", {id(p): b for b in self._buckets for p in b})
+        object.__setattr__(self, "_syncing", True)
+        object.__setattr__(self, "_pass", None)
+        object.__setattr__(self, "_handles", [p.register_post_accumulate_grad_hook(self._ready) for p in params])
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Inside, backward leaves the gradients as they are (to accumulate several batches locally);
+        the first backward after it averages what has accumulated."""
+        object.__setattr__(self, "_syncing", False)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_syncing", True)
+
+    def _ready(self, p):
+        if not self._syncing or get_world_size() == 1:
+            return
+        if self._pass is None:
+            object.__setattr__(self, "_pass", _Pass())
+            autograd.queue_callback(self._finish)
+        if id(p) in self._pass.ready:
+            raise RuntimeError(
+                "DistributedDataParallel: a parameter received a second gradient in one backward pass after its "
+                f"bucket was sent (shape {p.shape}; a parameter used twice, such as tied weights); use one "
+                "bucket for all (bucket_cap_mb large enough) or no_sync() and average yourself")
+        self._pass.ready.add(id(p))
+        bucket = self._bucket_of[id(p)]
+        if all(id(q) in self._pass.ready for q in bucket):
+            self._pass.send(bucket)
+
+    def _finish(self):
+        state, _ = self._pass, object.__setattr__(self, "_pass", None)
+        for bucket in self._buckets:
+            if not state.sent(bucket):
+                state.send(bucket)
+        state.wait_and_write()
+
+    def extra_repr(self):
+        return f"bucket_cap_mb={self.bucket_cap_mb}, buckets={len(self._buckets)}, world_size={get_world_size()}"
+
+
+class _Pass:
+    """One backward pass's reductions: the buckets sent and their flat arrays and requests."""
+
+    def __init__(self):
+        self.ready, self.requests = set(), []
+
+    def sent(self, bucket):
+        return any(b is bucket for b, _, _, _ in self.requests)
+
+    def send(self, bucket):
+        """Pack the bucket's gradients (zeros for a parameter that got none) and start their all-reduce."""
+        xp = backend.get_array_module(bucket[0].data)
+        flat = xp.concatenate([(p.grad.data if p.grad is not None else xp.zeros_like(p.data)).reshape(-1)
+                               for p in bucket])
+        if backend.is_gpu_array(flat) and nccl.usable():
+            nccl.all_reduce(flat, "sum")  # queued on the stream: nothing to wait for on the host
+            self.requests.append((bucket, flat, None, None))
+            return
+        from mpi4py import MPI
+
+        host = backend.to_cpu(flat)
+        self.requests.append((bucket, flat, host, communicator().Iallreduce(MPI.IN_PLACE, host, op=MPI.SUM)))
+
+    def wait_and_write(self):
+        world = get_world_size()
+        for bucket, flat, host, request in self.requests:
+            if request is not None:
+                request.Wait()
+            mean = (host if host is not None else flat) / world
+            if backend.is_gpu_array(flat) and host is not None:
+                mean = backend.get_array_module(flat).asarray(mean)
+            start = 0
+            for p in bucket:
+                part = mean[start:start + p.data.size].reshape(p.shape)
+                start += p.data.size
+                if p.grad is None:
+                    p.grad = Tensor(part.astype(p.dtype))
+                else:
+                    p.grad.data[...] = part
+
+
+def _buckets(params, capacity):
+    """``params`` in order, cut into lists of at most ``capacity`` bytes (at least one parameter each) that
+    share a dtype and a device."""
+    buckets, size = [], 0
+    for p in params:
+        nbytes = p.data.size * p.data.itemsize
+        fits = buckets and size + nbytes <= capacity and p.dtype == buckets[-1][0].dtype \
+            and p.device == buckets[-1][0].device
+        if not fits:
+            buckets.append([])
+            size = 0
+        buckets[-1].append(p)
+        size += nbytes
+    return buckets
+
+
+def _check_same_model(module):
+    """Raise ValueError on every rank when the ranks' models differ in their parameters' or buffers' names,
+    shapes or dtypes (the all-reduces would mix unrelated numbers, or wait forever)."""
+    mine = [(name, tuple(t.shape), str(t.dtype)) for name, t in [*module.named_parameters(), *module.named_buffers()]]
+    everyone = all_gather_object(mine)
+    for rank, theirs in enumerate(everyone):
+        if theirs != everyone[0]:
+            difference = next(((a, b) for a, b in zip(everyone[0], theirs) if a != b), None)
+            detail = (f"rank 0 has {difference[0]}, rank {rank} has {difference[1]}" if difference else
+                      f"rank 0 has {len(everyone[0])} tensors, rank {rank} has {len(theirs)}")
+            raise ValueError(f"DistributedDataParallel: the ranks' models differ ({detail}); build the same model "
+                             f"on every rank (this is rank {get_rank()})")

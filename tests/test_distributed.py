@@ -1,0 +1,183 @@
+"""Data-parallel training over MPI (dlscratch.distributed): 2 ranks under ``mpiexec`` train the weights that one
+process trains at the ranks' batches together; a failing rank stops the others; models that differ are refused;
+a checkpoint resumes on another world size. The ranks run tests/distributed/worker.py."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dlscratch
+import dlscratch.distributed as dist
+from dlscratch.data import DataLoader, TensorDataset
+
+WORKER = Path(__file__).parent / "distributed" / "worker.py"
+sys.path.insert(0, str(WORKER.parent))
+import worker  # noqa: E402  (the ranks' code, run here as a world of one)
+
+TIMEOUT = 120  # seconds for a whole mpiexec run; a hang fails the test instead of stalling CI
+
+needs_mpi = pytest.mark.skipif(not dist.is_available() or shutil.which("mpiexec") is None,
+                               reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
+
+
+def mpiexec(ranks, *args, env=None, check=True):
+    """Run the worker on ``ranks`` processes; the finished process (its output in ``stdout``, ``stderr``)."""
+    command = ["mpiexec", "-n", str(ranks), sys.executable, str(WORKER), *map(str, args)]
+    root = str(Path(dlscratch.__file__).parent.parent)  # the ranks import the dlscratch under test
+    path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "DLSCRATCH_DEVICE": "cpu", "PYTHONPATH": path, **(env or {})})
+    if check:
+        assert done.returncode == 0, f"mpiexec failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def weights(state):
+    return {name: np.asarray(value) for name, value in state["model"].items()}
+
+
+def assert_close(got, expected):
+    assert got.keys() == expected.keys()
+    for name in got:
+        np.testing.assert_allclose(got[name], expected[name], rtol=2e-5, atol=2e-6, err_msg=name)
+
+
+# ----- one process: everything imports and runs -----
+def test_one_process_is_rank_0_of_1_and_collectives_leave_tensors_as_they_are():
+    dist.init_process_group()
+    assert dist.is_initialized() and dist.get_rank() == 0 and dist.get_world_size() == 1
+    t = dlscratch.tensor(np.arange(3, dtype=np.float32))
+    assert dist.all_reduce(t) is t and dist.broadcast(t, 0) is t
+    np.testing.assert_array_equal(t.numpy(), [0, 1, 2])
+    with pytest.raises(ValueError, match="op must be one of"):
+        dist.all_reduce(t, "mean")
+    with pytest.raises(ValueError, match="src must be a rank"):
+        dist.broadcast(t, 1)
+
+
+def test_the_sampler_gives_disjoint_shares_whose_batches_make_one_processs_batches():
+    dataset = TensorDataset(np.arange(23, dtype=np.float32), np.arange(23))
+    whole = list(dist.DistributedSampler(dataset, num_replicas=1, rank=0, seed=3))
+    shares = [list(dist.DistributedSampler(dataset, num_replicas=3, rank=r, seed=3)) for r in range(3)]
+    assert [len(s) for s in shares] == [8, 8, 8]  # 23 padded to 24 with the permutation's first index
+    assert sorted(sum(shares, [])) == sorted(whole + whole[:1])
+    for k in range(4):  # batch k of 2 per rank = positions 6k .. 6k+5 of the one process's order
+        assert sorted(sum((s[2 * k:2 * k + 2] for s in shares), [])) == sorted((whole + whole[:1])[6 * k:6 * k + 6])
+    sampler = dist.DistributedSampler(dataset, num_replicas=3, rank=0, seed=3, drop_last=True)
+    first = list(sampler)
+    sampler.set_epoch(1)
+    assert len(first) == 7 and list(sampler) != first  # a new permutation each epoch
+    for bad in (dict(rank=3), dict(num_replicas=0), dict(rank=-1)):
+        with pytest.raises(ValueError):
+            dist.DistributedSampler(dataset, **{"num_replicas": 3, **bad})
+
+
+def test_a_loader_with_a_sampler_follows_it_and_refuses_shuffle():
+    dataset = TensorDataset(np.arange(10, dtype=np.float32), np.arange(10))
+    loader = DataLoader(dataset, batch_size=4, sampler=[9, 8, 7, 6, 5])
+    assert len(loader) == 2 and [y.numpy().tolist() for _, y in loader] == [[9, 8, 7, 6], [5]]
+    with pytest.raises(ValueError, match="cannot go with shuffle"):
+        DataLoader(dataset, sampler=[1], shuffle=True)
+    with pytest.raises(TypeError, match="sampler must be"):
+        DataLoader(dataset, sampler=5)
+
+
+def test_ddp_on_one_process_trains_as_the_model_alone():
+    net, _ = worker.train(3, "loop")
+    plain = worker.model()
+    optimizer = dlscratch.optim.SGD(plain.parameters(), lr=0.1, momentum=0.9)
+    dataset = worker.data()
+    loader = iter(DataLoader(dataset, batch_size=worker.BATCH, sampler=dist.DistributedSampler(dataset, seed=7)))
+    for _ in range(3):
+        x, y = next(loader)
+        optimizer.zero_grad()
+        dlscratch.functional.cross_entropy(plain(x), y).backward()
+        optimizer.step()
+    for (name, p), q in zip(net.module.named_parameters(), plain.parameters(), strict=True):
+        np.testing.assert_array_equal(p.numpy() if not p.requires_grad else p.detach().numpy(),
+                                      q.detach().numpy(), err_msg=name)
+
+
+# ----- two ranks -----
+@needs_mpi
+@pytest.mark.parametrize("bucket_cap_mb", [25, 0.0002])  # one bucket; a bucket per parameter (200 bytes)
+def test_two_ranks_at_half_the_batch_train_one_processs_weights(tmp_path, bucket_cap_mb):
+    mpiexec(2, "steps", tmp_path / "two.npz", bucket_cap_mb)
+    net, optimizer = worker.train(3, "loop")
+    assert_close(weights(dlscratch.load(tmp_path / "two.npz")), {k: v.numpy() for k, v in
+                                                                 net.module.state_dict().items()})
+
+
+@needs_mpi
+def test_fit_under_two_ranks_trains_one_processs_weights_and_only_rank_0_prints(tmp_path):
+    done = mpiexec(2, "fit", tmp_path / "fit.npz")
+    net, _ = worker.train(2, "fit")
+    assert_close(weights(dlscratch.load(tmp_path / "fit.npz")), {k: v.numpy() for k, v in
+                                                                 net.module.state_dict().items()})
+    alone = mpiexec(1, "fit", tmp_path / "alone.npz")
+    assert "epoch 2/2" in done.stderr
+    assert done.stderr.count("epoch 2/2") == alone.stderr.count("epoch 2/2")  # rank 1 draws no bar
+
+
+@needs_mpi
+def test_collectives_on_two_ranks(tmp_path):
+    mpiexec(2, "collectives", tmp_path / "c.npz")
+    got = dlscratch.load(tmp_path / "c.npz")
+    base = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(got["cpu_sum"], 2 * base + 10)
+    np.testing.assert_array_equal(got["cpu_avg"], base + 5)
+    np.testing.assert_array_equal(got["cpu_max"], base + 10)
+    np.testing.assert_array_equal(got["cpu_bcast"], base + 10)
+    assert list(got["gathered"]) == [0, 1]
+
+
+@needs_mpi
+def test_collectives_of_gpu_arrays_go_through_host_memory_on_the_stand_in(tmp_path):
+    mpiexec(2, "collectives", tmp_path / "c.npz", env={"DLSCRATCH_STRICT_GPU": "1"})
+    got = dlscratch.load(tmp_path / "c.npz")
+    base = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(got["gpu_sum"], 2 * base + 10)
+    np.testing.assert_array_equal(got["gpu_avg"], base + 5)
+    np.testing.assert_array_equal(got["gpu_bcast"], base + 10)
+
+
+@needs_mpi
+def test_a_rank_that_raises_stops_every_rank_with_its_error(tmp_path):
+    done = mpiexec(2, "raise", tmp_path / "none.npz", check=False)
+    assert done.returncode != 0
+    assert "[rank 1 of 2]" in done.stderr and "rank 1 fails on purpose at step 3" in done.stderr
+
+
+@needs_mpi
+def test_models_that_differ_are_refused_on_every_rank(tmp_path):
+    done = mpiexec(2, "mismatch", tmp_path / "none.npz", check=False)
+    assert done.returncode != 0
+    assert "the ranks' models differ" in done.stderr and "rank 1 has ('0.weight', (9, 2)" in done.stderr
+
+
+@needs_mpi
+def test_a_checkpoint_of_two_ranks_resumes_on_one_and_on_two(tmp_path):
+    mpiexec(2, "steps", tmp_path / "first.npz", 25)
+    mpiexec(2, "resume", tmp_path / "two.npz", tmp_path / "first.npz")
+    state = dlscratch.load(tmp_path / "first.npz")  # rank 0's, after 3 steps on 2 ranks
+    one, _ = worker.train(3, "loop", state=state)
+    resumed_on_two = weights(dlscratch.load(tmp_path / "two.npz"))
+    assert_close(resumed_on_two, {k: v.numpy() for k, v in one.module.state_dict().items()})
+    assert not np.allclose(resumed_on_two["0.weight"], weights(state)["0.weight"])  # it did train on
+
+
+@needs_mpi
+def test_the_distributed_bench_prints_one_row_per_number_of_ranks():
+    command = ["mpiexec", "-n", "2", sys.executable, "-m", "dlscratch.bench", "distributed", "--quick"]
+    root = str(Path(dlscratch.__file__).parent.parent)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "DLSCRATCH_DEVICE": "cpu", "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.split()[:1] in (["1"], ["2"])]
+    assert [row[:3] for row in rows if row[2] == "dlscratch"] == [["1", "8", "dlscratch"], ["2", "4", "dlscratch"]]
+    assert done.stdout.count("backend:") == 1  # rank 0 speaks for both
