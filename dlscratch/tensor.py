@@ -272,7 +272,7 @@ class Tensor:
     def __setstate__(self, state):
         self._data, self._requires_grad, self._grad = state["data"], state["requires_grad"], state["grad"]
         self.name, self.creator, self.retains_grad, self._version_counter = state["name"], None, False, None
-        self.deferred_check = None
+        self.deferred_check = self._grad_hooks = None  # hooks are the process's own: they do not travel
 
     def __repr__(self):
         data = numpy.array2string(backend.to_cpu(self._data), prefix="Tensor(", separator=", ", threshold=50)

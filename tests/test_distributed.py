@@ -3,7 +3,6 @@ process trains at the ranks' batches together; a failing rank stops the others; 
 a checkpoint resumes on another world size. The ranks run tests/distributed/worker.py."""
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +20,14 @@ import worker  # noqa: E402  (the ranks' code, run here as a world of one)
 
 TIMEOUT = 120  # seconds for a whole mpiexec run; a hang fails the test instead of stalling CI
 
-needs_mpi = pytest.mark.skipif(not dist.is_available() or shutil.which("mpiexec") is None,
+MPIEXEC = dist.mpiexec_path()
+needs_mpi = pytest.mark.skipif(not dist.is_available() or MPIEXEC is None,
                                reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
 
 
 def mpiexec(ranks, *args, env=None, check=True):
     """Run the worker on ``ranks`` processes; the finished process (its output in ``stdout``, ``stderr``)."""
-    command = ["mpiexec", "-n", str(ranks), sys.executable, str(WORKER), *map(str, args)]
+    command = [MPIEXEC, "-n", str(ranks), sys.executable, str(WORKER), *map(str, args)]
     root = str(Path(dlscratch.__file__).parent.parent)  # the ranks import the dlscratch under test
     path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
@@ -173,7 +173,7 @@ def test_a_checkpoint_of_two_ranks_resumes_on_one_and_on_two(tmp_path):
 
 @needs_mpi
 def test_the_distributed_bench_prints_one_row_per_number_of_ranks():
-    command = ["mpiexec", "-n", "2", sys.executable, "-m", "dlscratch.bench", "distributed", "--quick"]
+    command = [MPIEXEC, "-n", "2", sys.executable, "-m", "dlscratch.bench", "distributed", "--quick"]
     root = str(Path(dlscratch.__file__).parent.parent)
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
                           env={**os.environ, "DLSCRATCH_DEVICE": "cpu", "PYTHONPATH": root})

@@ -13,15 +13,16 @@ runs as one process.
 from .collectives import ReduceOp, all_gather_object, all_reduce, barrier, broadcast
 from .ddp import DistributedDataParallel
 from .process_group import (
-                            destroy_process_group,
-                            get_rank,
-                            get_world_size,
-                            init_process_group,
-                            is_available,
-                            is_initialized,
+    destroy_process_group,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_available,
+    is_initialized,
+    mpiexec_path,
 )
 from .sampler import DistributedSampler
 
 __all__ = ["DistributedDataParallel", "DistributedSampler", "ReduceOp", "all_gather_object", "all_reduce", "barrier",
            "broadcast", "destroy_process_group", "get_rank", "get_world_size", "init_process_group", "is_available",
-           "is_initialized"]
+           "is_initialized", "mpiexec_path"]

@@ -40,6 +40,15 @@ def launched_size():
     return 1
 
 
+def mpiexec_path():
+    """The ``mpiexec`` to start ranks with: the one installed beside this Python (the ``mpich`` wheel puts it in
+    the environment's ``bin``), else the first on the PATH; None when there is none."""
+    import shutil
+
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return beside if os.access(beside, os.X_OK) else shutil.which("mpiexec")
+
+
 def launched_rank():
     """This process's rank as the launcher set it (0 when started without one), readable before MPI starts."""
     for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK"):
