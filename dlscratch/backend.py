@@ -83,6 +83,18 @@ def on_the_stand_in():
         cupy, cupyx, _gpu_status, xp = saved
 
 
+def nccl_module():
+    """CuPy's NCCL bindings (``cupy.cuda.nccl``) for a real GPU, or None where there are none: no real GPU, or
+    a CuPy built without NCCL. ``dlscratch.distributed`` reduces GPU arrays through it."""
+    if not real_gpu():
+        return None
+    try:
+        from cupy.cuda import nccl
+    except ImportError:
+        return None
+    return nccl
+
+
 def strict_stand_in():
     """True when the strict CuPy stand-in plays the GPU (no real GPU is in use)."""
     return cupy is not None and cupy.__name__ == __package__ + ".strict_cupy"

@@ -34,11 +34,7 @@ def usable():
 
 
 def _can_use_nccl():
-    if not backend.real_gpu():
-        return False
-    try:
-        from cupy.cuda import nccl  # noqa: F401
-    except ImportError:
+    if backend.nccl_module() is None:
         return False
     from mpi4py import MPI
 
@@ -47,8 +43,7 @@ def _can_use_nccl():
 
 
 def _join():
-    from cupy.cuda import nccl
-
+    nccl = backend.nccl_module()
     backend.cupy.cuda.Device(local_rank()).use()
     uid = nccl.get_unique_id() if get_rank() == 0 else None
     uid = communicator().bcast(uid, root=0)
@@ -62,8 +57,7 @@ def _min():
 
 
 def _nccl_type(array):
-    from cupy.cuda import nccl
-
+    nccl = backend.nccl_module()
     types = {"float16": nccl.NCCL_FLOAT16, "float32": nccl.NCCL_FLOAT32, "float64": nccl.NCCL_FLOAT64,
              "int32": nccl.NCCL_INT32, "int64": nccl.NCCL_INT64}
     if array.dtype.name not in types:
@@ -72,8 +66,7 @@ def _nccl_type(array):
 
 
 def all_reduce(array, op):
-    from cupy.cuda import nccl
-
+    nccl = backend.nccl_module()
     ops = {"sum": nccl.NCCL_SUM, "avg": nccl.NCCL_SUM, "product": nccl.NCCL_PROD, "min": nccl.NCCL_MIN,
            "max": nccl.NCCL_MAX}
     stream = backend.cupy.cuda.get_current_stream().ptr
