@@ -82,14 +82,11 @@ def cuda_kernels():
 
 
 @pytest.fixture
-def stand_in(monkeypatch):
+def stand_in():
     """The strict CuPy stand-in playing the GPU for one test (``backend.xp`` is it); yields its module. The
     backend is as it was afterwards."""
-    for name in ("cupy", "cupyx", "_gpu_status", "xp"):
-        monkeypatch.setattr(dl_backend, name, getattr(dl_backend, name))
-    dl_backend.use_strict_stand_in()
-    dl_backend.use("gpu")
-    yield dl_backend.cupy
+    with dl_backend.on_the_stand_in() as stand_in_module:
+        yield stand_in_module
 
 
 @pytest.fixture
