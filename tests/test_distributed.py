@@ -147,6 +147,30 @@ def test_collectives_of_gpu_arrays_go_through_host_memory_on_the_stand_in(tmp_pa
 
 
 @needs_mpi
+@pytest.mark.parametrize("env", [{}, {"DLSCRATCH_STRICT_GPU": "1"}], ids=["cpu", "stand-in"])
+def test_messages_between_two_ranks_blocking_and_not(tmp_path, env):
+    mpiexec(2, "messages", tmp_path / "m.npz", env=env)
+    got = dlscratch.load(tmp_path / "m.npz")
+    base = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for device in ("cpu", "gpu") if env else ("cpu",):
+        assert int(got[f"{device}_sender"]) == 1
+        np.testing.assert_array_equal(got[f"{device}_blocking"], 2 * base)
+        np.testing.assert_array_equal(got[f"{device}_nonblocking"], 3 * base)
+        assert bool(got[f"{device}_completed"])
+        assert str(got[f"{device}_refused_0"]) == "send: rank 0 cannot message itself; dst must be another rank"
+        assert str(got[f"{device}_refused_2"]) == "send: dst must be a rank in [0, 2), got 2"
+        assert str(got[f"{device}_refused_1"]) == "send: dst must be a rank in [0, 2), got '1'"
+
+
+def test_a_message_needs_another_rank():
+    dist.init_process_group()
+    t = dlscratch.tensor(np.zeros(3, dtype=np.float32))
+    for call in (lambda: dist.send(t, 1), lambda: dist.recv(t), lambda: dist.isend(t, 0), lambda: dist.irecv(t, 0)):
+        with pytest.raises(RuntimeError, match="a message needs two processes"):
+            call()
+
+
+@needs_mpi
 def test_a_rank_that_raises_stops_every_rank_with_its_error(tmp_path):
     done = mpiexec(2, "raise", tmp_path / "none.npz", check=False)
     assert done.returncode != 0

@@ -45,13 +45,14 @@ def all_reduce(tensor, op=ReduceOp.SUM):
     if backend.is_gpu_array(array) and nccl.usable():
         nccl.all_reduce(array, op)
     else:
-        host = backend.to_cpu(array) if backend.is_gpu_array(array) else array
-        comm.Allreduce(_in_place(), host, op=_mpi_op(op))
-        if op == ReduceOp.AVG:
-            host /= get_world_size()
-        if host is not array:
-            array[...] = backend.get_array_module(array).asarray(host)
+        through_host(array, lambda host: _reduce_on_host(comm, host, op))
     return tensor
+
+
+def _reduce_on_host(comm, host, op):
+    comm.Allreduce(_in_place(), host, op=_mpi_op(op))
+    if op == ReduceOp.AVG:
+        host /= get_world_size()
 
 
 def broadcast(tensor, src=0):
@@ -65,11 +66,20 @@ def broadcast(tensor, src=0):
     if backend.is_gpu_array(array) and nccl.usable():
         nccl.broadcast(array, src)
     else:
-        host = backend.to_cpu(array) if backend.is_gpu_array(array) else array
-        comm.Bcast(host, root=src)
-        if host is not array:
-            array[...] = backend.get_array_module(array).asarray(host)
+        through_host(array, lambda host: comm.Bcast(host, root=src))
     return tensor
+
+
+def through_host(array, mpi_call, write_back=True):
+    """Run ``mpi_call`` on ``array`` itself when it lives on the host; for a GPU array, on a host copy,
+    written back to the device afterwards unless ``write_back`` is false (the array was only sent)."""
+    if not backend.is_gpu_array(array):
+        return mpi_call(array)
+    host = backend.to_cpu(array)
+    result = mpi_call(host)
+    if write_back:
+        array[...] = backend.get_array_module(array).asarray(host)
+    return result
 
 
 def barrier():

@@ -78,6 +78,31 @@ def main(mode, out, *args):
         gathered = dist.all_gather_object({"rank": dist.get_rank()})
         if dist.get_rank() == 0:
             dlscratch.save({**results, "gathered": [g["rank"] for g in gathered]}, out)
+    elif mode == "messages":  # rank 0 sends, rank 1 answers with the values doubled, blocking then not
+        results = {}
+        for device in ("cpu", "gpu") if backend.gpu_available() else ("cpu",):
+            move = backend.to_gpu if device == "gpu" else numpy.asarray
+            t = dlscratch.tensor(move(numpy.zeros((2, 3), dtype=numpy.float32)))
+            if dist.get_rank() == 0:
+                for bad in (0, 2, "1"):
+                    try:
+                        dist.send(t, dst=bad)
+                    except ValueError as error:
+                        results[f"{device}_refused_{bad}"] = str(error)
+                dist.send(dlscratch.tensor(move(numpy.arange(6, dtype=numpy.float32).reshape(2, 3))), dst=1)
+                results[f"{device}_sender"] = dist.recv(t)  # any source
+                results[f"{device}_blocking"] = backend.to_cpu(t.data).copy()
+                work = dist.irecv(t, src=1, tag=5)
+                work.wait()
+                results[f"{device}_nonblocking"] = backend.to_cpu(t.data).copy()
+                results[f"{device}_completed"] = work.is_completed()
+            else:
+                dist.recv(t, src=0)
+                dist.send(dlscratch.tensor(t.data * 2), dst=0)
+                work = dist.isend(dlscratch.tensor(t.data * 3), dst=0, tag=5)
+                work.wait()
+        if dist.get_rank() == 0:
+            dlscratch.save(results, out)
     elif mode == "raise":
         net = dist.DistributedDataParallel(model())
         optimizer = optim.SGD(net.parameters(), lr=0.1)
