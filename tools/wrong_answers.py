@@ -415,6 +415,31 @@ WRONG = {
          "h = c = engine.Tensor(xp.zeros((N, self.hidden_size), dtype=np.float32))\n"
          "for t in range(28):\n    h, c = self.cell(engine.Tensor(cols[:, :, t]), (h, c))\nreturn self.head(h)"]),
     ],
+    "11-1": [
+        ("summed, not averaged", "for p in model.parameters():\n    if p.grad is not None:\n"
+         "        dist.all_reduce(p.grad)"),
+        ("the weights averaged instead of the gradients", "for p in model.parameters():\n"
+         "    dist.all_reduce(p.data, dist.ReduceOp.AVG)"),
+        ("divided without the sum", "world = dist.get_world_size()\nfor p in model.parameters():\n"
+         "    if p.grad is not None:\n        p.grad.data /= world"),
+    ],
+    "11-2": [
+        ("each rank shuffles with its own seed", "order = np.random.default_rng(seed + epoch + rank).permutation(n)\n"
+         "total = -(-n // world) * world\nreturn np.resize(order, total)[rank::world].tolist()"),
+        ("the same order every epoch", "order = np.random.default_rng(seed).permutation(n)\n"
+         "total = -(-n // world) * world\nreturn np.resize(order, total)[rank::world].tolist()"),
+        ("contiguous blocks", "order = np.random.default_rng(seed + epoch).permutation(n)\n"
+         "per = -(-n // world)\nreturn np.resize(order, per * world)[rank * per:(rank + 1) * per].tolist()"),
+        ("the remainder dropped", "order = np.random.default_rng(seed + epoch).permutation(n)\n"
+         "return order[:n // world * world][rank::world].tolist()"),
+        ("a NumPy array returned", "order = np.random.default_rng(seed + epoch).permutation(n)\n"
+         "total = -(-n // world) * world\nreturn np.resize(order, total)[rank::world]"),
+    ],
+    "11-3": [
+        ("one message of the whole array", "return alpha + nbytes * beta"),
+        ("the whole array at every step", "return 2 * (ranks - 1) * (alpha + nbytes * beta)"),
+        ("only the reduce-scatter", "return (ranks - 1) * (alpha + nbytes / ranks * beta)"),
+    ],
 }
 
 GPU_ONLY = {
