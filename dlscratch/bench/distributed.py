@@ -1,6 +1,6 @@
 """Suite "distributed": data-parallel training steps on 1, 2, ... ranks, run under ``mpiexec``.
 
-    mpiexec -n 2 python -m dlscratch.bench distributed
+    OMP_NUM_THREADS=1 mpiexec -n 2 python -m dlscratch.bench distributed   # one BLAS thread per rank
 
 For each k from 1 to the number of processes started, the first k ranks train the MLP 784-1000-10 with
 ``DistributedDataParallel`` at a global batch of 128 (128 / k per rank), SGD with momentum, and the table
@@ -14,6 +14,7 @@ on a machine with fewer cores than ranks, the ranks only take turns.
 """
 
 import os
+import socket
 import time
 
 import numpy
@@ -116,10 +117,27 @@ def start_torch(world, rank):
         import torch.distributed as tdist
     except ImportError:
         return False
+    from mpi4py import MPI
+
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29531")
+    if "MASTER_PORT" not in os.environ:  # a port free now, rather than a fixed one that an earlier run may still hold
+        os.environ["MASTER_PORT"] = str(MPI.COMM_WORLD.bcast(_free_port() if rank == 0 else None, root=0))
     tdist.init_process_group("gloo", rank=rank, world_size=world)
     return True
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_without_spinning(comm, interval=0.001):
+    """A barrier that sleeps while it waits: MPI's own waits spin on a core, which would slow the ranks that
+    are being measured when there are fewer cores than processes."""
+    request = comm.Ibarrier()
+    while not request.Test():
+        time.sleep(interval)
 
 
 def run(repeat=None, quick=False):
@@ -134,6 +152,9 @@ def run(repeat=None, quick=False):
     if rank == 0:
         print(f"distributed: MLP {'-'.join(map(str, sizes))}, global batch {batch}, SGD momentum, "
               f"{world} process(es) started, {os.cpu_count()} CPU cores; median of {repeat} steps")
+        if world > 1 and not any(os.environ.get(name) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
+            print("note: each rank's BLAS may use every core, so the ranks compete for them; start with "
+                  "OMP_NUM_THREADS=1 (or cores / ranks) to give each rank its own")
     rows = []
     for k in range(1, world + 1):
         if batch % k:
@@ -147,6 +168,7 @@ def run(repeat=None, quick=False):
             mine = (seconds, reduce_seconds, nbytes)
             part.Free()
         theirs = torch_step_time(k, rank, sizes, batch // k, repeat) if with_torch else None
+        _wait_without_spinning(MPI.COMM_WORLD)
         mine = MPI.COMM_WORLD.bcast(mine, root=0)
         theirs = MPI.COMM_WORLD.bcast(theirs, root=0)
         seconds, reduce_seconds, nbytes = mine
