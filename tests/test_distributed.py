@@ -60,6 +60,67 @@ def test_one_process_is_rank_0_of_1_and_collectives_leave_tensors_as_they_are():
         dist.broadcast(t, 1)
 
 
+NO_MPI4PY = """
+import sys
+
+
+class NoMPI4PY:  # makes this interpreter behave as one without mpi4py installed
+    def find_spec(self, name, path=None, target=None):
+        if name == "mpi4py" or name.startswith("mpi4py."):
+            raise ImportError("No module named 'mpi4py' (hidden for this test)")
+
+
+sys.meta_path.insert(0, NoMPI4PY())
+"""
+
+ONE_PROCESS = """
+import numpy as np
+import dlscratch
+import dlscratch.distributed as dist
+import dlscratch.functional as F
+from dlscratch import nn, optim
+from dlscratch.data import DataLoader, TensorDataset
+
+assert not dist.is_available()
+dist.init_process_group()
+assert dist.is_initialized() and (dist.get_rank(), dist.get_world_size()) == (0, 1)
+dlscratch.manual_seed(0)
+model = dist.DistributedDataParallel(nn.Linear(3, 2))
+data = TensorDataset(np.arange(24, dtype=np.float32).reshape(8, 3) / 24, np.arange(8) % 2)
+optimizer = optim.SGD(model.parameters(), lr=0.1)
+history = dlscratch.training.fit(model, F.cross_entropy, optimizer,
+                                 DataLoader(data, batch_size=4, sampler=dist.DistributedSampler(data)), epochs=2,
+                                 progress=False)
+t = dlscratch.tensor(np.ones(2, dtype=np.float32))
+dist.all_reduce(t)
+dist.barrier()
+print("one process:", len(history.loss), t.numpy().tolist())
+"""
+
+
+def run_without_mpi4py(tmp_path, env=None):
+    (tmp_path / "sitecustomize.py").write_text(NO_MPI4PY)
+    root = str(Path(dlscratch.__file__).parent.parent)
+    launcher = {name: value for name, value in os.environ.items()
+                if name.startswith(("PMI_", "OMPI_", "MPI_", "HYDRA_"))}
+    clean = {name: value for name, value in os.environ.items() if name not in launcher}
+    return subprocess.run([sys.executable, "-c", ONE_PROCESS], capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**clean, "PYTHONPATH": os.pathsep.join([str(tmp_path), root]),
+                               "DLSCRATCH_DEVICE": "cpu", **(env or {})})
+
+
+def test_without_mpi4py_everything_imports_and_runs_as_one_process(tmp_path):
+    done = run_without_mpi4py(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "one process: 2 [1.0, 1.0]"
+
+
+def test_without_mpi4py_a_process_that_a_launcher_started_with_others_says_so(tmp_path):
+    done = run_without_mpi4py(tmp_path, env={"PMI_SIZE": "2", "PMI_RANK": "1"})
+    assert done.returncode != 0
+    assert "started as one of 2 processes, but mpi4py is not installed" in done.stderr
+
+
 def test_the_sampler_gives_disjoint_shares_whose_batches_make_one_processs_batches():
     dataset = TensorDataset(np.arange(23, dtype=np.float32), np.arange(23))
     whole = list(dist.DistributedSampler(dataset, num_replicas=1, rank=0, seed=3))
