@@ -101,9 +101,8 @@ print("one process:", len(history.loss), t.numpy().tolist())
 def run_without_mpi4py(tmp_path, env=None):
     (tmp_path / "sitecustomize.py").write_text(NO_MPI4PY)
     root = str(Path(dlscratch.__file__).parent.parent)
-    launcher = {name: value for name, value in os.environ.items()
-                if name.startswith(("PMI_", "OMPI_", "MPI_", "HYDRA_"))}
-    clean = {name: value for name, value in os.environ.items() if name not in launcher}
+    clean = {name: value for name, value in os.environ.items()  # no launcher's variables
+             if not name.startswith(("PMI_", "OMPI_", "MPI_", "HYDRA_"))}
     return subprocess.run([sys.executable, "-c", ONE_PROCESS], capture_output=True, text=True, timeout=TIMEOUT,
                           env={**clean, "PYTHONPATH": os.pathsep.join([str(tmp_path), root]),
                                "DLSCRATCH_DEVICE": "cpu", **(env or {})})
