@@ -1,0 +1,63 @@
+"""Winograd's minimal filtering (dlscratch/functions/winograd.py): the transforms are exact, and the 2-D
+convolution equals im2col's, forward and backward, with gradients checked against float64 central differences."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import dlscratch
+import dlscratch.functional as F
+from dlscratch.functions.winograd import WinogradConv2d, transforms
+
+
+@pytest.mark.parametrize("m, r", [(2, 3), (4, 3), (3, 2), (6, 3)])
+def test_the_transforms_compute_a_correlation_exactly(m, r):
+    AT, G, BT = transforms(m, r)
+    n = m + r - 1
+    rng = np.random.default_rng(m * 10 + r)
+    d = [Fraction(int(v)) for v in rng.integers(-9, 10, size=n)]
+    g = [Fraction(int(v)) for v in rng.integers(-9, 10, size=r)]
+    Gg = [sum(G[j][k] * g[k] for k in range(r)) for j in range(n)]
+    Bd = [sum(BT[j][k] * d[k] for k in range(n)) for j in range(n)]
+    y = [sum(AT[i][j] * Gg[j] * Bd[j] for j in range(n)) for i in range(m)]
+    assert y == [sum(d[i + k] * g[k] for k in range(r)) for i in range(m)]
+    assert all(x.denominator == 1 for row in BT for x in row)  # the input transform is whole numbers
+
+
+def test_f2_3_is_lavin_and_grays_up_to_the_sign_of_a_row():
+    AT, G, BT = transforms(2)
+    assert BT == [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, -1, 0, 1]]
+    assert G == [[1, 0, 0], [Fraction(1, 2)] * 3, [Fraction(1, 2), Fraction(-1, 2), Fraction(1, 2)], [0, 0, 1]]
+    assert AT == [[1, 1, 1, 0], [0, 1, -1, 1]]
+
+
+def test_points_must_be_distinct_and_enough():
+    with pytest.raises(ValueError, match="distinct"):
+        transforms(2, 3, points=[0, 1, 1])
+    with pytest.raises(ValueError, match="needs 3 distinct"):
+        transforms(2, 3, points=[0, 1])
+
+
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("shape, padding", [((2, 3, 7, 6), 1), ((1, 2, 5, 5), 0), ((3, 4, 8, 9), 2), ((1, 1, 3, 3), 0)])
+def test_winograd_equals_im2col_forward_and_backward_in_float64(m, shape, padding):
+    rng = np.random.default_rng(sum(shape) + m)
+    x, w, b = rng.standard_normal(shape), rng.standard_normal((5, shape[1], 3, 3)), rng.standard_normal(5)
+    results = []
+    for conv in (lambda x, w, b: WinogradConv2d(m, padding)(x, w, b), lambda x, w, b: F.conv2d(x, w, b, padding=padding)):
+        inputs = [dlscratch.tensor(a, dtype=np.float64, requires_grad=True) for a in (x, w, b)]
+        y = conv(*inputs)
+        (y * dlscratch.tensor(np.cos(np.arange(y.numel())).reshape(y.shape))).sum().backward()
+        results.append([y.detach().numpy()] + [t.grad.numpy() for t in inputs])
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_winograd_gradcheck(m):
+    rng = np.random.default_rng(m)
+    x, w, b = (dlscratch.tensor(rng.standard_normal(s), dtype=np.float64, requires_grad=True)
+               for s in ((2, 2, 6, 5), (3, 2, 3, 3), (3,)))
+    dlscratch.gradcheck(lambda x, w, b: WinogradConv2d(m, 1)(x, w, b), x, w, b)
+    dlscratch.gradcheck(lambda x, w: WinogradConv2d(m, 0)(x, w), x, w)
