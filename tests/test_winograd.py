@@ -45,7 +45,8 @@ def test_winograd_equals_im2col_forward_and_backward_in_float64(m, shape, paddin
     rng = np.random.default_rng(sum(shape) + m)
     x, w, b = rng.standard_normal(shape), rng.standard_normal((5, shape[1], 3, 3)), rng.standard_normal(5)
     results = []
-    for conv in (lambda x, w, b: WinogradConv2d(m, padding)(x, w, b), lambda x, w, b: F.conv2d(x, w, b, padding=padding)):
+    for conv in (lambda x, w, b: WinogradConv2d(m, padding)(x, w, b),
+                 lambda x, w, b: F.conv2d(x, w, b, padding=padding)):
         inputs = [dlscratch.tensor(a, dtype=np.float64, requires_grad=True) for a in (x, w, b)]
         y = conv(*inputs)
         (y * dlscratch.tensor(np.cos(np.arange(y.numel())).reshape(y.shape))).sum().backward()
