@@ -320,9 +320,10 @@ class TestCommandAndTiming:
         assert callable(module.run)
 
     def test_an_unknown_suite_is_refused_with_the_list_of_suites(self):
-        assert sorted(SUITES) == ["autograd", "cnn", "conv", "distributed", "launches", "lstm", "mlp", "pool"]
+        assert sorted(SUITES) == ["autograd", "cnn", "conv", "convmethods", "distributed", "launches", "lstm", "mlp",
+                                  "pool"]
         with pytest.raises(ValueError, match="^unknown benchmark suite 'nosuch'; choose one of: autograd, cnn, conv, "
-                                             "distributed, launches, lstm, mlp, pool$"):
+                                             "convmethods, distributed, launches, lstm, mlp, pool$"):
             load_suite("nosuch")
 
     def test_cli_rejects_an_unknown_suite(self):

@@ -11,6 +11,7 @@ SUITES = {
     "autograd": "dlscratch.bench.autograd",
     "mlp": "dlscratch.bench.mlp",
     "conv": "dlscratch.bench.conv",
+    "convmethods": "dlscratch.bench.convmethods",
     "pool": "dlscratch.bench.pool",
     "cnn": "dlscratch.bench.cnn",
     "lstm": "dlscratch.bench.lstm",

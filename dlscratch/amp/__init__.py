@@ -1,0 +1,6 @@
+"""Mixed precision (P. Micikevicius et al., "Mixed Precision Training", ICLR 2018): float16 arithmetic with
+float32 master weights, and dynamic loss scaling so that small gradients survive float16. PyTorch's names."""
+
+from .grad_scaler import GradScaler
+
+__all__ = ["GradScaler"]
