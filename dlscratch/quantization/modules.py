@@ -1,0 +1,139 @@
+"""Int8 layers for inference, and ``quantize_model``, which calibrates a trained float model and swaps its
+``Linear`` and ``Conv2d`` layers for them.
+
+A quantised layer takes and returns float32 tensors. Inside, the input becomes int8 with the scale and zero point
+calibrated for it, the product runs in integers (``int8_matmul``: int32 sums), and the int32 result returns to
+float32 with one multiplication per output channel, ``input scale * weight scale``, before the float32 bias. With
+``x = sx (qx - zx)`` and ``w = sw qw``::
+
+    x @ w.T = sx sw (qx @ qw.T - zx * qw.sum(axis=1))
+
+so the zero point costs one correction per output channel, not a subtraction per input.
+"""
+
+import copy
+
+import numpy
+
+from .. import backend
+from ..functions.im2col import geometry, im2col_array
+from ..grad_mode import no_grad
+from ..nn.conv import Conv2d
+from ..nn.linear import Linear
+from ..nn.module import Module
+from ..tensor import Tensor
+from .affine import activation_params, quantize, weight_scales
+from .int_gemm import INT8_MATMUL_METHODS, int8_matmul
+
+
+class _QuantizedLayer(Module):
+    """What the int8 layers share: the int8 weight and its per-channel scales, the float32 bias, the input's
+    scale and zero point, and how the products run (``method``: see ``int8_matmul``)."""
+
+    def __init__(self, layer, input_scale, input_zero_point, method):
+        super().__init__()
+        if method not in INT8_MATMUL_METHODS:
+            raise ValueError(f"{type(self).__name__}: method must be one of {INT8_MATMUL_METHODS}, got {method!r}")
+        w = layer.weight.data
+        scales = weight_scales(w)
+        self.register_buffer("weight", Tensor(quantize(w, scales.reshape((-1,) + (1,) * (w.ndim - 1)))))
+        self.register_buffer("weight_scale", Tensor(scales))
+        self.register_buffer("bias", None if layer.bias is None else Tensor(layer.bias.data.copy()))
+        self.input_scale, self.input_zero_point, self.method = float(input_scale), int(input_zero_point), method
+        rows = self.weight.data.reshape(len(w), -1)
+        self._row_sums = rows.astype(numpy.int32).sum(axis=1)  # for the zero point's correction
+
+    def _integer_product(self, qx_rows):
+        """``(O, K) int8 weight @ (K, L) int8 input`` -> ``(O, L)`` float32: the real product, before the bias."""
+        rows = self.weight.data.reshape(len(self.weight.data), -1)
+        acc = int8_matmul(rows, qx_rows, self.method) - self.input_zero_point * self._row_sums[:, None]
+        return acc.astype(numpy.float32) * (self.input_scale * self.weight_scale.data)[:, None]
+
+    def _quantized_input(self, x):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{type(self).__name__}: expected a Tensor, got {type(x).__name__}")
+        return quantize(x.data, numpy.float32(self.input_scale), self.input_zero_point)
+
+    def extra_repr(self):
+        return (f"{tuple(self.weight.shape)}, input scale={self.input_scale:.4g}, "
+                f"zero point={self.input_zero_point}, method={self.method!r}")
+
+
+class QuantizedLinear(_QuantizedLayer):
+    """An int8 ``Linear``: ``x: (N, in_features)`` float32 -> ``(N, out_features)`` float32. Inference only."""
+
+    def __init__(self, linear, input_scale, input_zero_point, method="integer"):
+        super().__init__(linear, input_scale, input_zero_point, method)
+
+    def forward(self, x):
+        y = self._integer_product(self._quantized_input(x).T).T
+        return Tensor(y if self.bias is None else y + self.bias.data)
+
+
+class QuantizedConv2d(_QuantizedLayer):
+    """An int8 ``Conv2d`` by im2col: ``x: (N, C, H, W)`` float32 -> ``(N, O, Ho, Wo)`` float32. Inference only.
+    The input is padded with its zero point (the int8 code of 0), then unrolled without padding."""
+
+    def __init__(self, conv, input_scale, input_zero_point, method="integer"):
+        super().__init__(conv, input_scale, input_zero_point, method)
+        self.kernel_size, self.stride, self.padding = conv.kernel_size, conv.stride, conv.padding
+
+    def forward(self, x):
+        q = self._quantized_input(x)
+        xp = backend.get_array_module(q)
+        (ph, pw), (N, C, H, W) = self.padding, q.shape
+        padded = xp.full((N, C, H + 2 * ph, W + 2 * pw), self.input_zero_point, dtype=numpy.int8)
+        padded[:, :, ph:ph + H, pw:pw + W] = q
+        g = geometry(padded.shape, self.kernel_size, self.stride, 0, "QuantizedConv2d")
+        y = self._integer_product(im2col_array(padded, self.kernel_size, self.stride, 0))  # (O, Ho*Wo*N)
+        if self.bias is not None:
+            y = y + self.bias.data[:, None]
+        y = y.reshape(len(y), g.Ho, g.Wo, N).transpose(3, 0, 1, 2)
+        return Tensor(xp.ascontiguousarray(y))
+
+
+class _Observer(Module):
+    """Wraps a layer during calibration and records the smallest and largest input it sees."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer, self.low, self.high = layer, numpy.inf, -numpy.inf
+
+    def forward(self, x):
+        self.low = min(self.low, float(x.data.min()))
+        self.high = max(self.high, float(x.data.max()))
+        return self.layer(x)
+
+
+def quantize_model(model, calibration, method="integer"):
+    """An int8 copy of ``model`` (the original is untouched): each ``Linear`` and ``Conv2d`` becomes a
+    ``QuantizedLinear`` or ``QuantizedConv2d`` whose input range is the one seen while ``model`` ran, in eval
+    mode, on ``calibration``: an iterable of input batches, or of ``(inputs, targets)`` pairs (a DataLoader)."""
+    quantized = copy.deepcopy(model).eval()
+    observers = []
+    for parent in list(quantized.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, (Linear, Conv2d)):
+                observer = _Observer(child)
+                parent._modules[name] = observer
+                observers.append((parent, name, observer))
+    if not observers:
+        raise ValueError("quantize_model: the model has no Linear or Conv2d layer to quantise")
+    seen = 0
+    with no_grad():
+        for batch in calibration:
+            x = batch[0] if isinstance(batch, (tuple, list)) else batch
+            quantized(x if isinstance(x, Tensor) else Tensor(backend.xp.asarray(x)))
+            seen += 1
+    if not seen:
+        raise ValueError("quantize_model: the calibration data gave no batch")
+    for parent, name, observer in observers:
+        kind = QuantizedLinear if isinstance(observer.layer, Linear) else QuantizedConv2d
+        parent._modules[name] = kind(observer.layer, *activation_params(observer.low, observer.high), method)
+    return quantized
+
+
+def stored_bytes(model):
+    """The bytes of a model's parameters and buffers: what it takes to store or ship."""
+    tensors = list(model.parameters()) + [b for _, b in model.named_buffers()]
+    return sum(int(t.data.nbytes) for t in tensors)

@@ -1,0 +1,132 @@
+"""dlscratch.quantization: the affine int8 map, exact int8 matrix products, the int8 Linear and Conv2d against the
+float64 arithmetic they stand for, and quantize_model on a small CNN."""
+
+import numpy as np
+import pytest
+
+import dlscratch
+import dlscratch.functional as F
+from dlscratch import backend as dl_backend
+from dlscratch import nn
+from dlscratch.quantization import (
+    QuantizedConv2d,
+    QuantizedLinear,
+    activation_params,
+    dequantize,
+    int8_matmul,
+    quantize,
+    quantize_model,
+    stored_bytes,
+    weight_scales,
+)
+
+
+def test_the_affine_map_rounds_within_half_a_step_and_keeps_zero_exact(backend):
+    x = backend.asarray(np.linspace(-0.7, 2.9, 1001, dtype=np.float32))
+    scale, zero_point = activation_params(-0.7, 2.9)
+    assert scale == pytest.approx(3.6 / 255) and -128 <= zero_point <= 127
+    q = quantize(x, scale, zero_point)
+    assert q.dtype == np.int8 and int(q.min()) == -128 and int(q.max()) == 127
+    assert float(abs(dequantize(q, scale, zero_point) - x).max()) <= scale / 2 + 1e-6
+    assert float(dequantize(backend.asarray(np.int8(zero_point)), scale, zero_point)) == 0.0
+    assert activation_params(0.5, 2.0)[1] == -128  # the range is widened to contain 0, which maps to -128
+    assert activation_params(0.0, 0.0) == (1.0, 0)
+    assert int(quantize(backend.asarray(np.float32(1e9)), scale, zero_point)) == 127  # saturates
+
+
+def test_weight_scales_are_per_output_channel(backend):
+    w = backend.asarray(np.array([[[0.5, -1.0]], [[0.01, 0.04]], [[0.0, 0.0]]], dtype=np.float32))
+    scales = weight_scales(w)
+    np.testing.assert_allclose(dl_backend.to_cpu(scales), [1 / 127, 0.04 / 127, 1.0], rtol=1e-6)
+    q = dl_backend.to_cpu(quantize(w, scales[:, None, None]))
+    assert q.tolist() == [[[64, -127]], [[32, 127]], [[0, 0]]]  # the small filter keeps its 8 bits
+
+
+@pytest.mark.parametrize("method", ["integer", "float32"])
+@pytest.mark.parametrize("k", [1, 1024, 3001])
+def test_int8_matmul_is_exact(backend, method, k):
+    rng = np.random.default_rng(k)
+    a, b = rng.integers(-128, 128, size=(5, k)), rng.integers(-128, 128, size=(k, 7))
+    a[0], b[:, 0] = -128, -128  # the largest products: row 0 by column 0 sums k * 2^14
+    got = int8_matmul(backend.asarray(a.astype(np.int8)), backend.asarray(b.astype(np.int8)), method)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(dl_backend.to_cpu(got), a @ b)
+
+
+def test_int8_matmul_refusals():
+    a = np.zeros((2, 3), np.int8)
+    with pytest.raises(TypeError, match="expected int8 arrays, got float32 and int8"):
+        int8_matmul(a.astype(np.float32), a.T)
+    with pytest.raises(ValueError, match=r"cannot multiply \(2, 3\) by \(2, 3\)"):
+        int8_matmul(a, a)
+    with pytest.raises(ValueError, match="method must be one of"):
+        int8_matmul(a, a.T, "int4")
+
+
+def simulated(layer, x, scale, zero_point):
+    """The float64 arithmetic an int8 layer stands for: its input and weight rounded to their int8 grids."""
+    x = dl_backend.to_cpu(dequantize(quantize(x.data, np.float32(scale), zero_point), scale, zero_point))
+    w = dl_backend.to_cpu(layer.weight.data)
+    scales = dl_backend.to_cpu(weight_scales(layer.weight.data)).reshape((-1,) + (1,) * (w.ndim - 1))
+    w = np.rint(w / scales).clip(-128, 127) * scales
+    args = [dlscratch.tensor(a, dtype=np.float64) for a in (x, w, dl_backend.to_cpu(layer.bias.data))]
+    if isinstance(layer, nn.Linear):
+        return F.linear(*args).numpy()
+    return F.conv2d(*args, stride=layer.stride, padding=layer.padding).numpy()
+
+
+@pytest.mark.parametrize("method", ["integer", "float32"])
+def test_quantized_linear_computes_the_rounded_arithmetic(backend, method):
+    dlscratch.manual_seed(0)
+    linear = nn.Linear(20, 6)
+    x = dlscratch.tensor(backend.asarray(np.random.default_rng(1).uniform(-1, 3, (8, 20)).astype(np.float32)))
+    scale, zero_point = activation_params(-1, 3)
+    layer = QuantizedLinear(linear, scale, zero_point, method)
+    got = dl_backend.to_cpu(layer(x).data)
+    assert got.dtype == np.float32 and layer.weight.dtype == np.int8
+    np.testing.assert_allclose(got, simulated(linear, x, scale, zero_point), rtol=1e-5, atol=1e-5)
+    exact = dl_backend.to_cpu(linear(x).data)
+    assert np.abs(got - exact).max() / np.abs(exact).max() < 0.02  # and close to the float layer
+
+
+@pytest.mark.parametrize("stride, padding", [(1, 1), (2, 2), (1, 0)])
+def test_quantized_conv2d_pads_with_the_zero_point(backend, stride, padding):
+    dlscratch.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, stride=stride, padding=padding)
+    # all positive (after a ReLU): zero point -128, so padding with int8 zeros would pad with 128 steps
+    x = dlscratch.tensor(backend.asarray(np.random.default_rng(2).uniform(0, 2, (2, 3, 7, 6)).astype(np.float32)))
+    scale, zero_point = activation_params(0, 2)
+    assert zero_point == -128
+    got = dl_backend.to_cpu(QuantizedConv2d(conv, scale, zero_point)(x).data)
+    np.testing.assert_allclose(got, simulated(conv, x, scale, zero_point), rtol=1e-5, atol=1e-5)
+
+
+def small_cnn():
+    dlscratch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(8 * 4 * 4, 10))
+
+
+def test_quantize_model_calibrates_swaps_and_shrinks(backend):
+    model = small_cnn()
+    rng = np.random.default_rng(3)
+    batches = [(backend.asarray(rng.uniform(0, 1, (16, 1, 8, 8)).astype(np.float32)), None) for _ in range(3)]
+    quantized = quantize_model(model, batches)
+    assert isinstance(model[0], nn.Conv2d) and isinstance(model[4], nn.Linear)  # the original is untouched
+    assert isinstance(quantized[0], QuantizedConv2d) and isinstance(quantized[4], QuantizedLinear)
+    assert quantized[0].input_zero_point == -128  # the images are in [0, 1]
+    x = dlscratch.tensor(batches[0][0])
+    exact, got = (dl_backend.to_cpu(m(x).data) for m in (model.eval(), quantized))
+    assert np.abs(got - exact).max() / np.abs(exact).max() < 0.05
+    float_bytes, int8_bytes = stored_bytes(model), stored_bytes(quantized)
+    assert float_bytes == 4 * (8 * 9 + 8 + 128 * 10 + 10)
+    assert int8_bytes == (8 * 9 + 128 * 10) + 4 * (8 + 10) + 4 * (8 + 10)  # int8 weights, float32 scales and biases
+
+
+def test_quantize_model_refusals():
+    with pytest.raises(ValueError, match="no Linear or Conv2d"):
+        quantize_model(nn.Sequential(nn.ReLU()), [np.zeros((1, 2), np.float32)])
+    with pytest.raises(ValueError, match="gave no batch"):
+        quantize_model(small_cnn(), [])
+    with pytest.raises(ValueError, match="method must be one of"):
+        QuantizedLinear(nn.Linear(2, 2), 1.0, 0, "int4")
