@@ -580,4 +580,26 @@ def _scatter_add(a, slices, value):
     numpy.add.at(a._a, _lenient(slices), _strict(value, "cupyx.scatter_add"))
 
 
-cupyx = types.SimpleNamespace(scatter_add=_scatter_add, __name__="cupyx (strict stand-in)")
+class _csr_matrix:  # noqa: N801 (cupyx.scipy.sparse's name)
+    """cupyx.scipy.sparse.csr_matrix from a dense stand-in array (SciPy's inside); ``matrix @ dense`` gives a
+    stand-in array, and a NumPy operand is refused, as on a GPU."""
+
+    def __init__(self, dense):
+        import scipy.sparse
+
+        if type(dense) is not ndarray:
+            raise TypeError(f"cupyx.scipy.sparse.csr_matrix: expected a cupy array (the strict stand-in's), got "
+                            f"{type(dense).__name__}")
+        self._m = scipy.sparse.csr_matrix(dense._a)
+        self.shape, self.dtype, self.nnz = self._m.shape, self._m.dtype, self._m.nnz
+        self.data, self.indices, self.indptr = (_wrap(a) for a in (self._m.data, self._m.indices, self._m.indptr))
+
+    def __matmul__(self, other):
+        return _wrap(numpy.asarray(self._m @ _strict(other, "cupyx.scipy.sparse.csr_matrix.__matmul__")))
+
+    def dot(self, other):
+        return self @ other
+
+
+cupyx = types.SimpleNamespace(scatter_add=_scatter_add, __name__="cupyx (strict stand-in)",
+                              scipy=types.SimpleNamespace(sparse=types.SimpleNamespace(csr_matrix=_csr_matrix)))

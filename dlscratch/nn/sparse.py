@@ -1,0 +1,64 @@
+"""``SparseLinear``: a pruned ``Linear`` for inference, its weight stored as compressed sparse rows (CSR).
+
+CSR keeps only the nonzero weights (``data``), their column numbers (``indices``) and where each row starts
+(``indptr``): at float32 values and int32 columns, ``8 nnz + 4 (rows + 1)`` bytes against ``4 rows cols``. The
+product visits only the nonzeros, but indirectly (a gather per weight), where a dense product streams memory in
+order through a tuned GEMM; so sparse pays only when few weights are left. Lesson 13 measures where. On the CPU the
+matrix is SciPy's (``scipy.sparse``), on a GPU cuSPARSE's through ``cupyx.scipy.sparse``.
+"""
+
+from .. import backend
+from ..tensor import Tensor
+from .linear import Linear
+from .module import Module
+
+
+def _sparse_module(array):
+    """``scipy.sparse`` for a NumPy array, ``cupyx.scipy.sparse`` for a GPU array."""
+    if backend.is_gpu_array(array):
+        return backend.cupyx.scipy.sparse
+    try:
+        import scipy.sparse
+    except ImportError as exc:
+        raise ImportError("SparseLinear needs SciPy on the CPU: pip install scipy") from exc
+    return scipy.sparse
+
+
+class SparseLinear(Module):
+    """From a ``Linear`` (pruned, with ``prune.remove`` done, or any): ``x: (N, in) -> (N, out)``, computed as
+    ``(W_csr @ x.T).T + b``. Inference only: it records no graph."""
+
+    def __init__(self, linear):
+        super().__init__()
+        if not isinstance(linear, Linear):
+            raise TypeError(f"SparseLinear: expected a Linear, got {type(linear).__name__}")
+        weight = linear.weight.data
+        self.weight = _sparse_module(weight).csr_matrix(weight)
+        self.register_buffer("bias", None if linear.bias is None else Tensor(linear.bias.data.copy()))
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    def forward(self, x):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"SparseLinear: expected a Tensor, got {type(x).__name__}")
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"SparseLinear: input of {x.shape[-1]} features, expected {self.in_features}")
+        rows = x.data.reshape(-1, self.in_features)
+        y = (self.weight @ rows.T).T
+        if self.bias is not None:
+            y = y + self.bias.data
+        y = backend.get_array_module(rows).ascontiguousarray(y)
+        return Tensor(y.reshape(x.shape[:-1] + (self.out_features,)))
+
+    def stored_bytes(self):
+        """The CSR arrays' bytes, and the bias's."""
+        arrays = (self.weight.data, self.weight.indices, self.weight.indptr)
+        return sum(int(a.nbytes) for a in arrays) + (0 if self.bias is None else int(self.bias.data.nbytes))
+
+    def extra_repr(self):
+        density = self.weight.nnz / (self.in_features * self.out_features)
+        return f"in_features={self.in_features}, out_features={self.out_features}, density={density:.3f}"
+
+
+def dense_bytes(linear):
+    """What the ``Linear`` stores: four bytes per weight and bias."""
+    return sum(int(p.data.nbytes) for p in linear.parameters())
