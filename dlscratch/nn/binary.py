@@ -42,38 +42,33 @@ class BinarizeSTE(Function):
         return gy * gy.dtype.type(self.scale)
 
 
-def _fan_in(weight):
-    return math.prod(weight.shape[1:])
-
-
-class BinaryLinear(Linear):
-    """A ``Linear`` whose forward uses ``sign(weight) / sqrt(in_features)``; the bias stays float32."""
+class _Binary:
+    """What the binary layers share: their weight as the forward sees it."""
 
     def binary_weight(self):
-        return BinarizeSTE(1 / math.sqrt(_fan_in(self.weight)))(self.weight)
+        """``sign(weight) / sqrt(fan_in)``, in the graph (straight-through to the shadow weight)."""
+        return BinarizeSTE(1 / math.sqrt(math.prod(self.weight.shape[1:])))(self.weight)
+
+
+class BinaryLinear(_Binary, Linear):
+    """A ``Linear`` whose forward uses ``sign(weight) / sqrt(in_features)``; the bias stays float32."""
 
     def forward(self, x):
         return linear(x, self.binary_weight(), self.bias)
 
 
-class BinaryConv2d(Conv2d):
+class BinaryConv2d(_Binary, Conv2d):
     """A ``Conv2d`` whose forward uses ``sign(weight) / sqrt(in_channels * kh * kw)``; the bias stays float32."""
-
-    def binary_weight(self):
-        return BinarizeSTE(1 / math.sqrt(_fan_in(self.weight)))(self.weight)
 
     def forward(self, x):
         return conv2d(x, self.binary_weight(), self.bias, self.stride, self.padding)
-
-
-BINARY_LAYERS = (BinaryLinear, BinaryConv2d)
 
 
 def clip_shadow_weights_(model):
     """Clip the shadow weight of every binary layer of ``model`` to ``[-1, 1]``, in place; after each step."""
     with no_grad():
         for module in model.modules():
-            if isinstance(module, BINARY_LAYERS):
+            if isinstance(module, _Binary):
                 module.weight.data = module.weight.data.clip(-1, 1)
 
 
@@ -97,7 +92,7 @@ def deployed_bytes(model):
     total = 0
     binary_weights = set()
     for module in model.modules():
-        if isinstance(module, BINARY_LAYERS):
+        if isinstance(module, _Binary):
             binary_weights.add(id(module.weight))
             total += -(-module.weight.numel() // 8) + 4
     return total + sum(4 * p.numel() for p in model.parameters() if id(p) not in binary_weights)

@@ -40,13 +40,13 @@ class _QuantizedLayer(Module):
         self.register_buffer("weight_scale", Tensor(scales))
         self.register_buffer("bias", None if layer.bias is None else Tensor(layer.bias.data.copy()))
         self.input_scale, self.input_zero_point, self.method = float(input_scale), int(input_zero_point), method
-        rows = self.weight.data.reshape(len(w), -1)
-        self._row_sums = rows.astype(numpy.int32).sum(axis=1)  # for the zero point's correction
 
     def _integer_product(self, qx_rows):
         """``(O, K) int8 weight @ (K, L) int8 input`` -> ``(O, L)`` float32: the real product, before the bias."""
         rows = self.weight.data.reshape(len(self.weight.data), -1)
-        acc = int8_matmul(rows, qx_rows, self.method) - self.input_zero_point * self._row_sums[:, None]
+        # the zero point's correction, from the weight itself (so a loaded state_dict cannot leave it stale)
+        row_sums = rows.sum(axis=1, dtype=numpy.int32)
+        acc = int8_matmul(rows, qx_rows, self.method) - self.input_zero_point * row_sums[:, None]
         return acc.astype(numpy.float32) * (self.input_scale * self.weight_scale.data)[:, None]
 
     def _quantized_input(self, x):
