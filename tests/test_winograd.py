@@ -45,7 +45,7 @@ def test_winograd_equals_im2col_forward_and_backward_in_float64(m, shape, paddin
     rng = np.random.default_rng(sum(shape) + m)
     x, w, b = rng.standard_normal(shape), rng.standard_normal((5, shape[1], 3, 3)), rng.standard_normal(5)
     results = []
-    for conv in (lambda x, w, b: WinogradConv2d(m, padding)(x, w, b),
+    for conv in (lambda x, w, b: WinogradConv2d(m, (padding, padding))(x, w, b),
                  lambda x, w, b: F.conv2d(x, w, b, padding=padding)):
         inputs = [dlscratch.tensor(a, dtype=np.float64, requires_grad=True) for a in (x, w, b)]
         y = conv(*inputs)
@@ -60,5 +60,5 @@ def test_winograd_gradcheck(m):
     rng = np.random.default_rng(m)
     x, w, b = (dlscratch.tensor(rng.standard_normal(s), dtype=np.float64, requires_grad=True)
                for s in ((2, 2, 6, 5), (3, 2, 3, 3), (3,)))
-    dlscratch.gradcheck(lambda x, w, b: WinogradConv2d(m, 1)(x, w, b), x, w, b)
-    dlscratch.gradcheck(lambda x, w: WinogradConv2d(m, 0)(x, w), x, w)
+    dlscratch.gradcheck(lambda x, w, b: WinogradConv2d(m, (1, 1))(x, w, b), x, w, b)
+    dlscratch.gradcheck(lambda x, w: WinogradConv2d(m, (0, 0))(x, w), x, w)

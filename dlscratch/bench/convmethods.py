@@ -15,8 +15,6 @@ from .. import backend
 from ..creation import tensor
 from ..functions.conv import conv2d
 from ..functions.conv_flops import conv_flops
-from ..functions.fft_conv import FFTConv2d
-from ..functions.winograd import WinogradConv2d
 from ..tensor import Tensor
 from . import torch_device
 from .timing import format_table, measure_interleaved, median, on_the_fast_path
@@ -39,11 +37,11 @@ HEADERS = ["case", "method", "GFLOP", "forward ms", "fwd+bwd ms", "x im2col", "m
 def methods(k, padding):
     """``{name: (conv(x, w, b) on Tensors, FLOP-count arguments)}`` for a ``k x k`` kernel."""
     found = {"im2col": (lambda x, w, b: conv2d(x, w, b, padding=padding), ("im2col", 2)),
-             "fft": (lambda x, w, b: FFTConv2d((padding, padding))(x, w, b), ("fft", 2))}
+             "fft": (lambda x, w, b: conv2d(x, w, b, padding=padding, algorithm="fft"), ("fft", 2))}
     if k == 3:
         for m in (2, 4):
-            found[f"winograd F({m}x{m},3x3)"] = (lambda x, w, b, m=m: WinogradConv2d(m, padding)(x, w, b),
-                                                 ("winograd", m))
+            found[f"winograd F({m}x{m},3x3)"] = (
+                lambda x, w, b, m=m: conv2d(x, w, b, padding=padding, algorithm=f"winograd{m}"), ("winograd", m))
     return found
 
 

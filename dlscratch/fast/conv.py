@@ -135,7 +135,10 @@ def weight_gradient(gy, cols):
 
 
 @fast_version_of(reference.conv2d)
-def conv2d(x, weight, bias=None, stride=1, padding=0, method=None):
+def conv2d(x, weight, bias=None, stride=1, padding=0, method=None, algorithm="im2col"):
     g = reference.check(x, weight, bias, stride, padding)
-    fn = Conv2d(g, resolve_method(method, array_of(x), "conv2d"))
+    # FFT and Winograd have one implementation, the reference's
+    fn = reference.by_algorithm(algorithm, (g.kh, g.kw), (g.sh, g.sw), (g.ph, g.pw), method)
+    if fn is None:
+        fn = Conv2d(g, resolve_method(method, array_of(x), "conv2d"))
     return fn(x, weight) if bias is None else fn(x, weight, bias)

@@ -18,7 +18,11 @@ from .. import backend
 from ..function import Function
 from ..paths import dispatch
 from ..tensor import Tensor
+from .fft_conv import FFTConv2d
 from .im2col import col2im_reference, geometry, im2col_reference, no_method
+from .winograd import WinogradConv2d
+
+ALGORITHMS = ("im2col", "fft", "winograd2", "winograd4")
 
 
 class Conv2d(Function):
@@ -80,14 +84,46 @@ def check(x, weight, bias, stride, padding):
     return g
 
 
+def by_algorithm(algorithm, kernel, stride, padding, method=None):
+    """The ``Function`` that convolves by ``algorithm``, or None for im2col (each path has its own).
+    ``kernel``, ``stride``, ``padding``: ``(height, width)`` pairs.
+
+    ``"fft"``: stride 1, any kernel (``fft_conv.py``); ``"winograd2"`` and ``"winograd4"``: F(2x2, 3x3) and
+    F(4x4, 3x3), stride 1, 3 x 3 kernels (``winograd.py``). ``ValueError`` naming what does not fit."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"conv2d: unknown algorithm {algorithm!r}; choose one of {', '.join(map(repr, ALGORITHMS))}")
+    if algorithm == "im2col":
+        return None
+    if method is not None:
+        raise ValueError(
+            f"conv2d: method={method!r} picks how im2col copies its windows; algorithm={algorithm!r} uses no im2col, "
+            "so leave method=None"
+        )
+    if tuple(stride) != (1, 1):
+        raise ValueError(f"conv2d: algorithm={algorithm!r} needs stride 1, got stride {tuple(stride)}; use 'im2col'")
+    if algorithm == "fft":
+        return FFTConv2d(tuple(padding))
+    if tuple(kernel) != (3, 3):
+        raise ValueError(
+            f"conv2d: algorithm={algorithm!r} is Winograd's F(m x m, 3 x 3), for 3 x 3 kernels; got "
+            f"{kernel[0]} x {kernel[1]}"
+        )
+    return WinogradConv2d(int(algorithm[-1]), tuple(padding))
+
+
 @dispatch
-def conv2d(x, weight, bias=None, stride=1, padding=0, method=None):
+def conv2d(x, weight, bias=None, stride=1, padding=0, method=None, algorithm="im2col"):
     """2-D convolution. ``x: (N, C, H, W)``, ``weight: (O, C, kh, kw)``, ``bias: (O,)`` or None.
 
     ``stride`` and ``padding`` (zeros) are ints or ``(height, width)`` pairs. Returns
-    ``(N, O, Ho, Wo)`` with ``Ho = (H + 2*ph - kh) // sh + 1``. ``method`` picks a fast-path
-    im2col variant (see ``dlscratch/fast/im2col.py``); the reference path has one.
+    ``(N, O, Ho, Wo)`` with ``Ho = (H + 2*ph - kh) // sh + 1``. ``algorithm`` (cuDNN's word for it) is how
+    the arithmetic is done: ``"im2col"`` and one GEMM, ``"fft"``, or Winograd's ``"winograd2"`` /
+    ``"winograd4"`` (see ``by_algorithm``; lesson 12 measures where each wins). ``method`` picks a
+    fast-path im2col variant (see ``dlscratch/fast/im2col.py``); the reference path has one.
     """
     g = check(x, weight, bias, stride, padding)
-    no_method(method, "conv2d")
-    return Conv2d(g)(x, weight) if bias is None else Conv2d(g)(x, weight, bias)
+    fn = by_algorithm(algorithm, (g.kh, g.kw), (g.sh, g.sw), (g.ph, g.pw), method)
+    if fn is None:
+        no_method(method, "conv2d")
+        fn = Conv2d(g)
+    return fn(x, weight) if bias is None else fn(x, weight, bias)

@@ -34,7 +34,7 @@ class FFTConv2d(Function):
         padded = xp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
         self.X = xp.fft.rfft2(padded)  # (N, C, Hp, Wp // 2 + 1)
         self.Wf = xp.fft.rfft2(weight, s=self.grid)  # (O, C, Hp, Wp // 2 + 1)
-        Y = _per_frequency(self.X, self.Wf.conj(), "nc,oc->no")
+        Y = _per_frequency(self.X, self.Wf.conj(), transpose_b=True)  # (N, C) @ (C, O)
         y = xp.fft.irfft2(Y, s=self.grid)[:, :, :self.Ho, :self.Wo].astype(x.dtype)
         if bias is not None:
             y += bias[None, :, None, None]
@@ -47,18 +47,28 @@ class FFTConv2d(Function):
         G = xp.fft.rfft2(gy, s=self.grid)  # gy zero-filled to the grid
         gx = gw = gb = None
         if self.needs_input_grad[0]:
-            gx = xp.fft.irfft2(_per_frequency(G, self.Wf, "no,oc->nc"), s=self.grid)
+            gx = xp.fft.irfft2(_per_frequency(G, self.Wf), s=self.grid)
             gx = xp.ascontiguousarray(gx[:, :, ph:ph + H, pw:pw + W]).astype(gy.dtype)
         if self.needs_input_grad[1]:
-            gw = xp.fft.irfft2(_per_frequency(G.conj(), self.X, "no,nc->oc"), s=self.grid)
+            gw = xp.fft.irfft2(_per_frequency(G.conj(), self.X, transpose_a=True), s=self.grid)
             gw = xp.ascontiguousarray(gw[:, :, :self.kernel[0], :self.kernel[1]]).astype(gy.dtype)
         if len(self.inputs) == 3 and self.needs_input_grad[2]:
             gb = gy.sum(axis=(0, 2, 3))
         return (gx, gw) if len(self.inputs) == 2 else (gx, gw, gb)
 
 
-def _per_frequency(a, b, subscripts):
-    """``einsum(subscripts)`` over the first two axes at every frequency: one complex GEMM per frequency."""
-    xp = backend.get_array_module(a)
-    left, right = subscripts.split("->")[0].split(",")
-    return xp.einsum(f"{left}hw,{right}hw->{subscripts.split('->')[1]}hw", a, b)
+def _per_frequency(a, b, transpose_a=False, transpose_b=False):
+    """At every frequency, the product of ``a``'s ``(i, k)`` matrix and ``b``'s ``(k, j)`` one (either transposed
+    first): ``a: (i, k, Hf, Wf)``, ``b: (k, j, Hf, Wf)`` -> ``(i, j, Hf, Wf)``, one batched complex GEMM."""
+    lhs, rhs = _frequency_major(a), _frequency_major(b)
+    if transpose_a:
+        lhs = lhs.transpose(0, 2, 1)
+    if transpose_b:
+        rhs = rhs.transpose(0, 2, 1)
+    product = backend.get_array_module(a).matmul(lhs, rhs)  # (Hf*Wf, i, j)
+    return product.transpose(1, 2, 0).reshape(*product.shape[1:], *a.shape[2:])
+
+
+def _frequency_major(a):
+    """``(i, j, Hf, Wf)`` -> ``(Hf*Wf, i, j)``: one matrix per frequency."""
+    return a.reshape(a.shape[0], a.shape[1], a.shape[2] * a.shape[3]).transpose(2, 0, 1)  # not -1: i may be 0

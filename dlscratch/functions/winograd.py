@@ -92,7 +92,10 @@ class WinogradConv2d(Function):
     """x: (N, C, H, W), weight: (O, C, 3, 3), bias: (O,) or absent -> (N, O, Ho, Wo), stride 1, by F(m x m, 3 x 3).
 
     The output is cut into ``th x tw`` tiles of ``m x m``; tile (t, s) reads the ``n x n`` input patch at
-    ``(t*m, s*m)`` of the input padded by ``padding`` (and by zeros on the bottom and right up to whole tiles).
+    ``(t*m, s*m)`` of the input padded by ``padding = (ph, pw)`` (and by zeros on the bottom and right up to
+    whole tiles). ``B @ d @ B.T`` on a tile is one matrix ``kron(B, B)`` times the tile read as a vector of
+    ``n*n``, so each transform is one GEMM over all the tiles at once (``Q = n*n`` rows), not one tiny product
+    per tile.
     """
 
     def __init__(self, m, padding):
@@ -100,52 +103,52 @@ class WinogradConv2d(Function):
 
     def forward(self, x, weight, bias=None):
         xp = backend.get_array_module(x)
-        self.AT, self.G, self.BT = as_arrays(transforms(self.m), xp, x.dtype)
+        AT, G, BT = as_arrays(transforms(self.m), xp, x.dtype)
+        self.A2, self.G2, self.B2 = xp.kron(AT, AT), xp.kron(G, G), xp.kron(BT, BT)  # (m*m, Q), (Q, 9), (Q, Q)
         N, C, H, W = x.shape
         O, m, n = len(weight), self.m, self.m + 2
-        p = self.padding
-        self.Ho, self.Wo = H + 2 * p - 2, W + 2 * p - 2
+        (ph, pw), Q = self.padding, n * n
+        self.Ho, self.Wo = H + 2 * ph - 2, W + 2 * pw - 2
         self.th, self.tw = -(-self.Ho // m), -(-self.Wo // m)
-        padded = xp.zeros((N, C, self.th * m + 2, self.tw * m + 2), dtype=x.dtype)
-        padded[:, :, p:p + H, p:p + W] = x
-        tiles = xp.empty((N, C, self.th, self.tw, n, n), dtype=x.dtype)
+        padded = xp.zeros((C, N, self.th * m + 2, self.tw * m + 2), dtype=x.dtype)
+        padded[:, :, ph:ph + H, pw:pw + W] = x.transpose(1, 0, 2, 3)
+        tiles = xp.empty((n, n, C, N, self.th, self.tw), dtype=x.dtype)
         for i in range(n):  # n*n strided copies, as im2col's kh*kw
             for j in range(n):
-                tiles[..., i, j] = padded[:, :, i:i + self.th * m:m, j:j + self.tw * m:m]
-        V = self.BT @ tiles @ self.BT.T  # input transform, (N, C, th, tw, n, n)
-        self.V = V.transpose(4, 5, 1, 0, 2, 3).reshape(n, n, C, -1)  # (n, n, C, P), P = N*th*tw tiles
-        self.U = (self.G @ weight @ self.G.T).transpose(2, 3, 0, 1)  # filter transform, (n, n, O, C)
-        M = self.U @ self.V  # n*n GEMMs: (n, n, O, P)
-        Y = self.AT @ M.transpose(2, 3, 0, 1) @ self.AT.T  # output transform, (O, P, m, m)
-        y = Y.reshape(O, N, self.th, self.tw, m, m).transpose(1, 0, 2, 4, 3, 5)
-        y = y.reshape(N, O, self.th * m, self.tw * m)[:, :, :self.Ho, :self.Wo]
+                tiles[i, j] = padded[:, :, i:i + self.th * m:m, j:j + self.tw * m:m]
+        self.V = (self.B2 @ tiles.reshape(Q, -1)).reshape(Q, C, -1)  # input transform, (Q, C, P), P = N*th*tw
+        self.U = (self.G2 @ weight.reshape(O * C, 9).T).reshape(Q, O, C)  # filter transform
+        M = self.U @ self.V  # Q GEMMs (O, C) @ (C, P)
+        Y = (self.A2 @ M.reshape(Q, -1)).reshape(m, m, O, N, self.th, self.tw)  # output transform
+        y = Y.transpose(3, 2, 4, 0, 5, 1).reshape(N, O, self.th * m, self.tw * m)[:, :, :self.Ho, :self.Wo]
+        y = xp.ascontiguousarray(y)
         if bias is not None:
-            y = y + bias[None, :, None, None]
+            y += bias[None, :, None, None]
         self.x_shape = x.shape
-        return xp.ascontiguousarray(y)
+        return y
 
     def backward(self, gy):
         xp = backend.get_array_module(gy)
         N, O = gy.shape[:2]
-        C, m, n, p = self.x_shape[1], self.m, self.m + 2, self.padding
+        C, m, n, (ph, pw) = self.x_shape[1], self.m, self.m + 2, self.padding
+        Q = n * n
         whole = xp.zeros((N, O, self.th * m, self.tw * m), dtype=gy.dtype)
         whole[:, :, :self.Ho, :self.Wo] = gy
-        gY = whole.reshape(N, O, self.th, m, self.tw, m).transpose(1, 0, 2, 4, 3, 5).reshape(O, -1, m, m)
-        gM = (self.AT.T @ gY @ self.AT).transpose(2, 3, 0, 1)  # (n, n, O, P)
+        gY = whole.reshape(N, O, self.th, m, self.tw, m).transpose(3, 5, 1, 0, 2, 4).reshape(m * m, -1)
+        gM = (self.A2.T @ gY).reshape(Q, O, -1)  # (Q, O, P)
         gx = gw = gb = None
         if self.needs_input_grad[1]:
-            gU = (gM @ self.V.transpose(0, 1, 3, 2)).transpose(2, 3, 0, 1)  # (O, C, n, n)
-            gw = self.G.T @ gU @ self.G
+            gU = gM @ self.V.transpose(0, 2, 1)  # (Q, O, C)
+            gw = (self.G2.T @ gU.reshape(Q, -1)).T.reshape(O, C, 3, 3)
         if self.needs_input_grad[0]:
-            gV = self.U.transpose(0, 1, 3, 2) @ gM  # (n, n, C, P)
-            gV = gV.reshape(n, n, C, N, self.th, self.tw).transpose(3, 2, 4, 5, 0, 1)
-            gtiles = self.BT.T @ gV @ self.BT  # (N, C, th, tw, n, n)
-            padded = xp.zeros((N, C, self.th * m + 2, self.tw * m + 2), dtype=gy.dtype)
+            gV = self.U.transpose(0, 2, 1) @ gM  # (Q, C, P)
+            gtiles = (self.B2.T @ gV.reshape(Q, -1)).reshape(n, n, C, N, self.th, self.tw)
+            padded = xp.zeros((C, N, self.th * m + 2, self.tw * m + 2), dtype=gy.dtype)
             for i in range(n):  # tiles overlap by 2: add each back where it was read (col2im's way)
                 for j in range(n):
-                    padded[:, :, i:i + self.th * m:m, j:j + self.tw * m:m] += gtiles[..., i, j]
+                    padded[:, :, i:i + self.th * m:m, j:j + self.tw * m:m] += gtiles[i, j]
             H, W = self.x_shape[2:]
-            gx = padded[:, :, p:p + H, p:p + W]
+            gx = xp.ascontiguousarray(padded[:, :, ph:ph + H, pw:pw + W].transpose(1, 0, 2, 3))
         if len(self.inputs) == 3 and self.needs_input_grad[2]:
             gb = gy.sum(axis=(0, 2, 3))
         return (gx, gw) if len(self.inputs) == 2 else (gx, gw, gb)

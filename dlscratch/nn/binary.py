@@ -61,7 +61,7 @@ class BinaryConv2d(_Binary, Conv2d):
     """A ``Conv2d`` whose forward uses ``sign(weight) / sqrt(in_channels * kh * kw)``; the bias stays float32."""
 
     def forward(self, x):
-        return conv2d(x, self.binary_weight(), self.bias, self.stride, self.padding)
+        return conv2d(x, self.binary_weight(), self.bias, self.stride, self.padding, algorithm=self.algorithm)
 
 
 def clip_shadow_weights_(model):

@@ -5,7 +5,7 @@ import math
 import numpy
 
 from .. import backend
-from ..functions.conv import conv2d
+from ..functions.conv import by_algorithm, conv2d
 from ..functions.im2col import pair
 from . import init
 from .module import Module, Parameter
@@ -19,9 +19,12 @@ class Conv2d(Module):
     ``(height, width)`` pairs. Initialised as PyTorch does: the weight by
     ``kaiming_uniform_(a=sqrt(5))``, the bias uniformly on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``
     with ``fan_in = in_channels * kh * kw``. ``device``: "cpu" or "gpu" (default: the current backend).
+    ``algorithm``: how the arithmetic is done, ``"im2col"``, ``"fft"``, ``"winograd2"`` or ``"winograd4"``
+    (``functional.conv2d``); FFT and Winograd need stride 1, Winograd a 3 x 3 kernel.
     """
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, device=None):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, device=None,
+                 algorithm="im2col"):
         super().__init__()
         for name, n in (("in_channels", in_channels), ("out_channels", out_channels)):
             if not isinstance(n, (int, numpy.integer)) or isinstance(n, bool) or n < 1:
@@ -35,6 +38,8 @@ class Conv2d(Module):
                 f"Conv2d: kernel_size and stride must be positive and padding non-negative, got kernel_size "
                 f"{self.kernel_size}, stride {self.stride}, padding {self.padding}"
             )
+        self.algorithm = algorithm
+        by_algorithm(algorithm, self.kernel_size, self.stride, self.padding)  # refuse here, not at the first call
         xp = backend.xp if device is None else backend.module_for(device)
         shape = (self.out_channels, self.in_channels) + self.kernel_size
         self.weight = Parameter(xp.empty(shape, dtype=numpy.float32))
@@ -47,10 +52,11 @@ class Conv2d(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x):
-        return conv2d(x, self.weight, self.bias, self.stride, self.padding)
+        return conv2d(x, self.weight, self.bias, self.stride, self.padding, algorithm=self.algorithm)
 
     def extra_repr(self):
         return (
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
             f"padding={self.padding}, bias={self.bias is not None}"
+            + ("" if self.algorithm == "im2col" else f", algorithm={self.algorithm!r}")
         )
