@@ -55,6 +55,7 @@ class Module:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "training", True)
 
     # ----- registration -----
@@ -272,7 +273,34 @@ class Module:
 
     # ----- calling and printing -----
     def __call__(self, *args, **kwargs):
+        for hook in tuple(self._forward_pre_hooks.values()):
+            changed = hook(self, args)
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
         return self.forward(*args, **kwargs)
+
+    def __getstate__(self):
+        # What a hook computes from the parameters (a pruned weight: part of a graph, which cannot be copied or
+        # pickled) is left out, and computed again on arrival.
+        state = self.__dict__.copy()
+        for hook in self._forward_pre_hooks.values():
+            for name in getattr(hook, "derived_attributes", ()):
+                state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for hook in self._forward_pre_hooks.values():
+            if getattr(hook, "derived_attributes", ()):
+                hook(self, ())
+
+    def register_forward_pre_hook(self, hook):
+        """Call ``hook(module, args)`` before every ``forward``; a result other than None replaces the positional
+        arguments (a tuple, or one value). Pruning recomputes its masked weight this way. Returns a handle whose
+        ``remove()`` takes the hook away."""
+        if not callable(hook):
+            raise TypeError(f"register_forward_pre_hook: expected a callable, got {type(hook).__name__}")
+        return _add_hook(self._forward_pre_hooks, hook)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
@@ -293,6 +321,25 @@ class Module:
             body = (module._repr_lines() + _count(module.num_parameters())).replace("\n", "\n  ")
             lines.append(f"  ({name}): {body}")
         return "\n".join(lines) + "\n)"
+
+
+class RemovableHandle:
+    """What ``register_forward_pre_hook`` returns: ``remove()`` takes the hook away (twice is harmless)."""
+
+    def __init__(self, hooks, key):
+        self._hooks, self.id = hooks, key
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+
+_next_hook_id = iter(range(1, 2 ** 62))
+
+
+def _add_hook(hooks, hook):
+    key = next(_next_hook_id)
+    hooks[key] = hook
+    return RemovableHandle(hooks, key)
 
 
 def _loadable(key, value, target, problems):
