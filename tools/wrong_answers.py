@@ -440,6 +440,36 @@ WRONG = {
         ("the whole array at every step", "return 2 * (ranks - 1) * (alpha + nbytes * beta)"),
         ("only the reduce-scatter", "return (ranks - 1) * (alpha + nbytes / ranks * beta)"),
     ],
+    "12-1": [
+        ("BT the inverse, not transposed", "n = m + r - 1\n\ndef evaluation(k):\n"
+         "    rows = [[float(a) ** i for i in range(k)] for a in points]\n"
+         "    return np.array(rows + [[0.0] * (k - 1) + [1.0]])\n\n"
+         "return evaluation(m).T, evaluation(r), np.linalg.inv(evaluation(n))"),
+        ("AT not transposed", "n = m + r - 1\n\ndef evaluation(k):\n"
+         "    rows = [[float(a) ** i for i in range(k)] for a in points]\n"
+         "    return np.array(rows + [[0.0] * (k - 1) + [1.0]])\n\n"
+         "return evaluation(m), evaluation(r), np.linalg.inv(evaluation(n)).T"),
+        ("infinity's row as [1, 0, ..., 0]", "n = m + r - 1\n\ndef evaluation(k):\n"
+         "    rows = [[float(a) ** i for i in range(k)] for a in points]\n"
+         "    return np.array([[1.0] + [0.0] * (k - 1)] + rows)\n\n"
+         "return evaluation(m).T, evaluation(r), np.linalg.inv(evaluation(n)).T"),
+        ("float32 matrices", "n = m + r - 1\n\ndef evaluation(k):\n"
+         "    rows = [[float(a) ** i for i in range(k)] for a in points]\n"
+         "    return np.array(rows + [[0.0] * (k - 1) + [1.0]], dtype=np.float32)\n\n"
+         "return evaluation(m).T, evaluation(r), np.linalg.inv(evaluation(n)).T"),
+    ],
+    "12-2": [
+        ("the tile transformed on one side only", "return AT @ ((G @ g @ G.T) * (BT @ d)) @ AT.T"),
+        ("a matrix product where the element-wise one belongs", "return AT @ ((G @ g @ G.T) @ (BT @ d @ BT.T)) @ AT.T"),
+        ("the output transform on one side only", "return AT @ ((G @ g @ G.T) * (BT @ d @ BT.T))"),
+    ],
+    "12-3": [
+        ("no conjugate: a convolution", "L = len(d)\nreturn np.fft.irfft(np.fft.rfft(d) * np.fft.rfft(g, L), L)"
+         "[:L - len(g) + 1]"),
+        ("the wrapped outputs kept", "L = len(d)\nreturn np.fft.irfft(np.fft.rfft(d) * np.conj(np.fft.rfft(g, L)), L)"),
+        ("irfft's length left out", "L = len(d)\nreturn np.fft.irfft(np.fft.rfft(d) * np.conj(np.fft.rfft(g, L)))"
+         "[:L - len(g) + 1]"),
+    ],
 }
 
 GPU_ONLY = {
