@@ -321,9 +321,9 @@ class TestCommandAndTiming:
 
     def test_an_unknown_suite_is_refused_with_the_list_of_suites(self):
         assert sorted(SUITES) == ["autograd", "cnn", "conv", "convmethods", "distributed", "launches", "lstm", "mlp",
-                                  "pool"]
+                                  "pool", "precision"]
         with pytest.raises(ValueError, match="^unknown benchmark suite 'nosuch'; choose one of: autograd, cnn, conv, "
-                                             "convmethods, distributed, launches, lstm, mlp, pool$"):
+                                             "convmethods, distributed, launches, lstm, mlp, pool, precision$"):
             load_suite("nosuch")
 
     def test_cli_rejects_an_unknown_suite(self):

@@ -236,6 +236,7 @@ def test_cupti_events_are_sorted_into_categories():
 
 
 def test_on_the_stand_in_counts_what_cupy_would_launch_and_puts_the_backend_back():
+    B.gpu_available()  # settles a backend chosen lazily (DLSCRATCH_STRICT_GPU) before it is recorded
     before = (B.xp, B.cupy, B.gpu_available(), B.gpu_unavailable_reason())
     with B.on_the_stand_in():
         assert B.strict_stand_in() and B.device() == "gpu" and B.has_kernels()

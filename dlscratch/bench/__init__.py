@@ -12,6 +12,7 @@ SUITES = {
     "mlp": "dlscratch.bench.mlp",
     "conv": "dlscratch.bench.conv",
     "convmethods": "dlscratch.bench.convmethods",
+    "precision": "dlscratch.bench.precision",
     "pool": "dlscratch.bench.pool",
     "cnn": "dlscratch.bench.cnn",
     "lstm": "dlscratch.bench.lstm",

@@ -23,6 +23,7 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
   68.7-69.4 ms without; 88.9-94.1 ms either way when freed memory goes back to the system), so it
   was removed.
 - **Gradients adopted without copies** (``fresh_grads``): each gradient is a new GEMM result.
+- **Float16 on a CPU** through ``matmul.gemm``: NumPy has no float16 GEMM; float32 BLAS sums, rounded once.
 
 Measured on a 2-core AMD EPYC, NumPy 2, OpenBLAS (``python -m dlscratch.bench conv`` prints the
 reference path beside this one).
@@ -36,6 +37,7 @@ from ..paths import fast_version_of
 from . import tuning
 from .im2col import COL2IM, IM2COL, resolve_method
 from .layout import is_batch_last, to_batch_last, unpad_batch_last
+from .matmul import gemm
 from .threads import in_parts
 
 
@@ -66,7 +68,7 @@ class Conv2d(Function):
             cols[rows] = 1
             matrix = backend.get_array_module(x).concatenate([matrix, bias[:, None]], axis=1)
         self.cols, self.weight = cols, weight
-        y = matrix @ cols
+        y = gemm(matrix, cols)
         if bias is not None and not self.bias_row:
             y += bias[:, None]
         return y.reshape(len(weight), g.Ho, g.Wo, g.N).transpose(3, 0, 1, 2)  # O, not -1: N may be 0
@@ -91,7 +93,7 @@ class Conv2d(Function):
         xp = backend.get_array_module(gy)
         on_gpu = backend.is_gpu_array(gy)
         if on_gpu and self.method == "kernel":  # the gather kernel writes every number of gx: nothing to zero
-            return COL2IM["kernel"](weight.T @ gy, g)
+            return COL2IM["kernel"](gemm(weight.T, gy), g)
         per_row = weight.shape[1] * g.Wo * g.N
         band = g.Ho if on_gpu or per_row == 0 else max(1, tuning.BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
         padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)
@@ -99,7 +101,7 @@ class Conv2d(Function):
             r1 = min(r0 + band, g.Ho)
             rows = slice(r0 * g.sh, (r1 - 1) * g.sh + g.kh)  # the padded rows these output rows read
             sub = Geometry(g.N, g.C, rows.stop - rows.start, padded.shape[2], g.kh, g.kw, g.sh, g.sw, 0, 0)
-            gcols = weight.T @ gy[:, r0 * g.Wo * g.N : r1 * g.Wo * g.N]
+            gcols = gemm(weight.T, gy[:, r0 * g.Wo * g.N : r1 * g.Wo * g.N])
             if on_gpu:
                 padded[:, rows] += COL2IM[self.method](gcols, sub).transpose(1, 2, 3, 0)
             else:
@@ -131,7 +133,7 @@ def weight_gradient(gy, cols):
     0.1-1.8 s against 50 ms); on an idle machine both took ~23 ms. The result is an ``(O, R)``
     view of an ``(R, O)`` array.
     """
-    return (cols @ gy.T).T
+    return gemm(cols, gy.T).T
 
 
 @fast_version_of(reference.conv2d)

@@ -81,7 +81,11 @@ class KernelCrossEntropy(CrossEntropy):
 @fast_version_of(reference_cross_entropy)
 def cross_entropy(logits, labels, reduction="mean"):
     data = getattr(logits, "data", logits)
-    on_kernels = backend.is_gpu_array(data) and backend.has_kernels() and data.ndim == 2 and data.size
+    # float16 logits (a .half() model) take the reference's array operations: the kernels are written for float and
+    # double (the strict stand-in turns float16 - 1 into an integer: zero gradients), and would sum exponentials in
+    # float16. Inside autocast the logits arrive here as float32 and run on the kernels.
+    on_kernels = (backend.is_gpu_array(data) and backend.has_kernels() and data.ndim == 2 and data.size
+                  and data.dtype.itemsize >= 4)
     if not on_kernels:
         return CrossEntropy(reduction)(logits, labels)
     node = KernelCrossEntropy(reduction)

@@ -15,6 +15,7 @@ Three matrix products carry all the arithmetic; everything else moves numbers. T
 import numpy
 
 from .. import backend
+from ..amp.autocast import casts_to_low_precision
 from ..function import Function
 from ..paths import dispatch
 from ..tensor import Tensor
@@ -111,6 +112,7 @@ def by_algorithm(algorithm, kernel, stride, padding, method=None):
     return WinogradConv2d(int(algorithm[-1]), tuple(padding))
 
 
+@casts_to_low_precision
 @dispatch
 def conv2d(x, weight, bias=None, stride=1, padding=0, method=None, algorithm="im2col"):
     """2-D convolution. ``x: (N, C, H, W)``, ``weight: (O, C, kh, kw)``, ``bias: (O,)`` or None.

@@ -1,5 +1,6 @@
 """Loss functions: cross-entropy with integer class labels, and mean squared error."""
 
+from ..amp.autocast import casts_to_float32
 from ..backend import get_array_module
 from ..function import Function
 from ..paths import dispatch
@@ -95,10 +96,12 @@ class MSELoss(Function):
         return g, -g
 
 
+@casts_to_float32
 @dispatch
 def cross_entropy(logits, labels, reduction="mean"):
     return CrossEntropy(reduction)(logits, labels)
 
 
+@casts_to_float32
 def mse_loss(x, target, reduction="mean"):
     return MSELoss(reduction)(x, target)

@@ -2,6 +2,7 @@
 
 import operator
 
+from ..amp.autocast import casts_to_low_precision
 from ..function import Function
 from ..paths import dispatch
 from .broadcast import sum_to
@@ -10,6 +11,8 @@ from .broadcast import sum_to
 class MatMul(Function):
     name = "matmul"
     fresh_grads = True
+    #: the matrix product of forward and of the input's gradient; the fast path's handles float16 on a CPU
+    product = staticmethod(operator.matmul)
     #: ``a.T @ gy``, the product behind a weight gradient; the fast path writes outer products faster
     weight_product = staticmethod(operator.matmul)
 
@@ -24,7 +27,7 @@ class MatMul(Function):
                 f"({k_a}) must equal the {'first' if b.ndim == 1 else 'second-to-last'} of the second ({k_b})"
             )
         self.a, self.b = a, b
-        return a @ b
+        return self.product(a, b)
 
     def backward(self, gy):
         a, b = self.a, self.b
@@ -36,7 +39,7 @@ class MatMul(Function):
             gy = gy[..., None, :]
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = sum_to(gy @ b2.swapaxes(-1, -2), a2.shape).reshape(a.shape)
+            ga = sum_to(self.product(gy, b2.swapaxes(-1, -2)), a2.shape).reshape(a.shape)
         if self.needs_input_grad[1]:
             gb = sum_to(self.weight_product(a2.swapaxes(-1, -2), gy), b2.shape).reshape(b.shape)
         return ga, gb
@@ -48,6 +51,7 @@ class Linear(Function):
 
     name = "linear"
     fresh_grads = True
+    product = staticmethod(operator.matmul)  # x @ W.T and gy @ W; see MatMul
     weight_product = staticmethod(operator.matmul)  # gy.T @ x; see MatMul
 
     def forward(self, x, W, b=None):
@@ -60,7 +64,7 @@ class Linear(Function):
             raise ValueError(f"bias of shape {b.shape} does not match weight {W.shape}; expected ({W.shape[0]},)")
         self.x_shape = x.shape
         self.x2, self.W = x.reshape(-1, x.shape[-1]), W
-        y = self.x2 @ W.T
+        y = self.product(self.x2, W.T)
         if b is not None:
             y += b
         return y.reshape(x.shape[:-1] + (W.shape[0],))
@@ -68,7 +72,7 @@ class Linear(Function):
     def backward(self, gy):
         gy = gy.reshape(-1, gy.shape[-1])
         grads = [
-            (gy @ self.W).reshape(self.x_shape) if self.needs_input_grad[0] else None,
+            self.product(gy, self.W).reshape(self.x_shape) if self.needs_input_grad[0] else None,
             self.weight_product(gy.T, self.x2) if self.needs_input_grad[1] else None,
         ]
         if len(self.inputs) == 3:
@@ -76,11 +80,13 @@ class Linear(Function):
         return tuple(grads)
 
 
+@casts_to_low_precision
 @dispatch
 def matmul(a, b):
     return MatMul()(a, b)
 
 
+@casts_to_low_precision
 @dispatch
 def linear(x, weight, bias=None):
     return Linear()(x, weight) if bias is None else Linear()(x, weight, bias)

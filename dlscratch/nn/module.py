@@ -233,6 +233,18 @@ class Module:
                 t.grad = Tensor._make(convert(t.grad.data), False)
         return self
 
+    def half(self):
+        """Cast the floating-point parameters and buffers to float16, in place (``to(numpy.float16)``). Returns self."""
+        return self.to(numpy.float16)
+
+    def float(self):
+        """Cast the floating-point parameters and buffers to float32, in place (``to(numpy.float32)``). Returns self."""
+        return self.to(numpy.float32)
+
+    def double(self):
+        """Cast the floating-point parameters and buffers to float64, in place (``to(numpy.float64)``). Returns self."""
+        return self.to(numpy.float64)
+
     # ----- saving and loading -----
     def state_dict(self):
         """``OrderedDict`` of dotted name -> detached tensor sharing the data, for every

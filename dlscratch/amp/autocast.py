@@ -1,0 +1,123 @@
+"""``autocast``: run the matrix products in float16 and the sensitive reductions in float32 (PyTorch's
+``torch.autocast`` is the anchor; P. Micikevicius et al., "Mixed Precision Training", ICLR 2018).
+
+Inside the block the parameters stay float32 (the master weights); each operation casts its inputs:
+
+- **float16 list** (``matmul``, ``linear``, ``conv2d``): float32 inputs are cast down, the product runs in
+  float16 (tensor cores on a GPU), and the output is float16;
+- **float32 list** (``softmax``, ``log_softmax``, ``cross_entropy``, ``mse_loss``, ``sum``, ``mean``): float16
+  inputs are cast up, since exponentials and long sums overflow or lose their small terms in float16;
+- everything else (``relu``, ``+``, pooling...) follows its inputs, by the promotion rule of ``dtypes.py``.
+
+The casts are ordinary graph nodes (``functions.conversion.Cast``), so backward casts each gradient back:
+a float32 parameter gets a float32 ``.grad``. A training step::
+
+    with dlscratch.amp.autocast():
+        loss = F.cross_entropy(model(x), y)      # model(x) is float16, loss float32
+    scaler.scale(loss).backward()                # see grad_scaler.py
+
+The state is per thread, and a block restores the state it found. Outside every block the decorated
+functions cost one attribute test and nothing else: no cast, no extra array or kernel launch.
+"""
+
+import functools
+import threading
+
+import numpy
+
+FLOAT32 = numpy.dtype(numpy.float32)
+
+
+class _AutocastState(threading.local):
+    enabled = False
+    dtype = numpy.dtype(numpy.float16)
+
+
+_state = _AutocastState()
+
+
+def is_autocast_enabled():
+    """True inside an enabled ``autocast`` block of this thread."""
+    return _state.enabled
+
+
+def get_autocast_dtype():
+    """The dtype the float16 list computes in, inside an enabled block (float16)."""
+    return _state.dtype
+
+
+def _checked_dtype(dtype):
+    try:
+        dtype = numpy.dtype(dtype)
+    except TypeError:
+        message = f"autocast: dtype must be a floating-point dtype such as numpy.float16, got {dtype!r}"
+        raise TypeError(message) from None
+    if dtype.kind != "f":
+        raise TypeError(f"autocast: dtype must be a floating-point dtype such as numpy.float16, got {dtype}")
+    if dtype.itemsize >= FLOAT32.itemsize:
+        raise ValueError(f"autocast: dtype must be narrower than float32 (numpy.float16), got {dtype}; "
+                         "for float32 throughout, use autocast(enabled=False) or no block")
+    return dtype
+
+
+class autocast:  # noqa: N801  (PyTorch's name)
+    """Context manager (or decorator) that turns mixed precision on, ``enabled=True``, or off, for its block.
+
+    ``dtype``: the low precision of the float16 list, ``numpy.float16``. Blocks nest; each restores the outer
+    state when it ends, also on an exception."""
+
+    def __init__(self, dtype=numpy.float16, enabled=True):
+        if not isinstance(enabled, bool):
+            raise TypeError(f"autocast: enabled must be True or False, got {enabled!r}")
+        self.dtype, self.enabled = _checked_dtype(dtype), enabled
+        self._outer = []
+
+    def __enter__(self):
+        self._outer.append((_state.enabled, _state.dtype))
+        _state.enabled, _state.dtype = self.enabled, self.dtype
+        return self
+
+    def __exit__(self, *exc_info):
+        _state.enabled, _state.dtype = self._outer.pop()
+        return False
+
+    def __call__(self, function):
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            with autocast(self.dtype, self.enabled):
+                return function(*args, **kwargs)
+
+        return run
+
+    def __repr__(self):
+        return f"autocast(dtype={self.dtype}, enabled={self.enabled})"
+
+
+def _cast(value, source, target):
+    """``value`` (a Tensor or array) cast to ``target`` through the differentiable ``astype`` when its dtype is
+    ``source``; anything else (integers, float64, Python numbers, None) as it is."""
+    if getattr(value, "dtype", None) != source:
+        return value
+    return value.astype(target)
+
+
+def _casting(function, source_of, target_of):
+    @functools.wraps(function)  # keeps ``.reference`` of a ``@dispatch`` wrapper, for ``fast_version_of``
+    def call(*args, **kwargs):
+        if not _state.enabled:
+            return function(*args, **kwargs)
+        source, target = source_of(), target_of()
+        return function(*(_cast(a, source, target) for a in args),
+                        **{name: _cast(v, source, target) for name, v in kwargs.items()})
+
+    return call
+
+
+def casts_to_low_precision(function):
+    """Decorator of a float16-list operation: inside ``autocast`` its float32 inputs become float16."""
+    return _casting(function, lambda: FLOAT32, get_autocast_dtype)
+
+
+def casts_to_float32(function):
+    """Decorator of a float32-list operation: inside ``autocast`` its float16 inputs become float32."""
+    return _casting(function, get_autocast_dtype, lambda: FLOAT32)
