@@ -94,3 +94,14 @@ def test_a_binary_network_learns_two_classes(backend):
         clip_shadow_weights_(model)
     accuracy = float((model(x).data.argmax(axis=1) == y.data).mean())
     assert accuracy > 0.95  # the classes are 2.2 standard deviations apart along their axis: ~0.99 is possible
+
+
+def test_pruning_a_binary_weight_is_refused_where_a_zero_would_compute_as_plus_one():
+    from dlscratch.nn.utils import prune
+
+    layer = BinaryLinear(4, 3)
+    with pytest.raises(ValueError, match=r"prune: BinaryLinear's forward uses sign\(weight\).*\+1"):
+        prune.l1_unstructured(layer, "weight", amount=0.5)
+    assert not prune.is_pruned(layer)
+    prune.l1_unstructured(layer, "bias", amount=1)  # the bias stays float32: pruning it means what it says
+    assert prune.sparsity(layer, "bias") == 1 / 3

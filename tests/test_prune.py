@@ -122,3 +122,28 @@ def test_state_dict_and_copies_keep_the_pruning(backend):
     assert prune.sparsity(twin[0]) == 0.5
     again = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(cpu(again(x)), cpu(model(x)))
+
+
+def test_the_pruned_weight_is_current_after_load_state_dict_a_cast_and_a_step(backend):
+    from dlscratch.nn.sparse import SparseLinear
+    from dlscratch.quantization import QuantizedLinear
+
+    dlscratch.manual_seed(0)
+    saved, model = nn.Linear(6, 4), nn.Linear(6, 4)
+    prune.l1_unstructured(saved, "weight", amount=0.75)
+    prune.identity(model, "weight")
+    model.load_state_dict(saved.state_dict())
+    assert prune.sparsity(model) == 0.75  # read before any forward (was 0.0)
+    np.testing.assert_array_equal(cpu(model.weight), cpu(saved.weight))
+    model.double()
+    assert model.weight.dtype == np.float64  # was float32 until the next forward
+    model.float()
+    x = dlscratch.tensor(backend.ones((2, 6), dtype=np.float32))
+    optimizer = optim.SGD(model.parameters(), lr=1.0)
+    F.mse_loss(model(x), dlscratch.tensor(backend.zeros((2, 4), dtype=np.float32))).backward()
+    optimizer.step()  # weight_orig moves; the layers built from it next must see where it went
+    expected = cpu(model.weight_orig) * cpu(model.weight_mask)
+    product = np.ones((2, 6), np.float32) @ expected.T + cpu(model.bias)
+    np.testing.assert_allclose(cpu(SparseLinear(model)(x)), product, rtol=1e-5)
+    int8 = QuantizedLinear(model, 1.0, 0)
+    np.testing.assert_allclose(cpu(int8.weight) * cpu(int8.weight_scale)[:, None], expected, atol=0.01)

@@ -130,3 +130,30 @@ def test_quantize_model_refusals():
         quantize_model(small_cnn(), [])
     with pytest.raises(ValueError, match="method must be one of"):
         QuantizedLinear(nn.Linear(2, 2), 1.0, 0, "int4")
+
+
+def test_quantize_model_quantizes_the_signs_a_binary_layer_computes_with(backend):
+    from dlscratch.nn.binary import BinaryConv2d, BinaryLinear
+    dlscratch.manual_seed(0)
+    model = nn.Sequential(BinaryConv2d(2, 3, 3, padding=1), nn.ReLU(), nn.Flatten(), BinaryLinear(3 * 5 * 5, 4))
+    x = dlscratch.tensor(backend.asarray(np.random.default_rng(4).uniform(0, 1, (6, 2, 5, 5)).astype(np.float32)))
+    exact, got = (dl_backend.to_cpu(m(x).data) for m in (model.eval(), quantize_model(model, [x])))
+    assert np.abs(got - exact).max() / np.abs(exact).max() < 0.05  # the shadow weights gave 40-70% errors
+
+
+def test_quantized_layers_take_what_the_float_layers_take_and_name_a_wrong_shape(backend):
+    dlscratch.manual_seed(0)
+    linear, conv = nn.Linear(3, 2), nn.Conv2d(2, 3, 3)
+    x = dlscratch.tensor(backend.asarray(np.random.default_rng(5).uniform(-1, 1, (5, 4, 3)).astype(np.float32)))
+    quantized = QuantizedLinear(linear, *activation_params(-1, 1))
+    got, exact = dl_backend.to_cpu(quantized(x).data), dl_backend.to_cpu(linear(x).data)
+    assert got.shape == (5, 4, 2) and np.abs(got - exact).max() < 0.05
+    with pytest.raises(ValueError, match=r"QuantizedLinear: input of shape \(5, 4, 3\).*\(\.\.\., 2\)"):
+        QuantizedLinear(nn.Linear(2, 2), 1.0, 0)(x)
+    with pytest.raises(ValueError, match=r"QuantizedConv2d: input of shape \(5, 4, 3\).*\(N, 2, H, W\)"):
+        QuantizedConv2d(conv, 1.0, 0)(x)
+
+
+def test_quantize_model_of_a_bare_layer_says_to_wrap_it():
+    with pytest.raises(ValueError, match=r"quantize_model: the model is itself a Linear.*nn\.Sequential\(model\)"):
+        quantize_model(nn.Linear(2, 2), [np.zeros((1, 2), np.float32)])

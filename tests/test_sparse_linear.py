@@ -41,3 +41,10 @@ def test_refusals(backend):
     with pytest.raises(TypeError, match="expected a Linear, got Conv2d"):
         SparseLinear(nn.Conv2d(1, 1, 1))
     assert dl_backend.to_cpu(sparse(dlscratch.tensor(backend.ones((1, 4), dtype=np.float32))).data).shape == (1, 2)
+
+
+def test_a_binary_linear_is_refused_rather_than_stored_by_its_shadow_weights():
+    from dlscratch.nn.binary import BinaryLinear
+
+    with pytest.raises(TypeError, match=r"SparseLinear: BinaryLinear computes with sign\(weight\).*packed_signs"):
+        SparseLinear(BinaryLinear(4, 2))

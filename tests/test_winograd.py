@@ -62,3 +62,12 @@ def test_winograd_gradcheck(m):
                for s in ((2, 2, 6, 5), (3, 2, 3, 3), (3,)))
     dlscratch.gradcheck(lambda x, w, b: WinogradConv2d(m, (1, 1))(x, w, b), x, w, b)
     dlscratch.gradcheck(lambda x, w: WinogradConv2d(m, (0, 0))(x, w), x, w)
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_winograd_takes_an_input_of_no_channels_as_im2col_does(m):
+    x, w, b = np.zeros((2, 0, 5, 4)), np.zeros((3, 0, 3, 3)), np.arange(3.0)
+    got = F.conv2d(dlscratch.tensor(x), dlscratch.tensor(w), dlscratch.tensor(b), padding=1, algorithm=f"winograd{m}")
+    expected = F.conv2d(dlscratch.tensor(x), dlscratch.tensor(w), dlscratch.tensor(b), padding=1)
+    assert got.shape == (2, 3, 5, 4)
+    np.testing.assert_array_equal(dlscratch.backend.to_cpu(got.data), dlscratch.backend.to_cpu(expected.data))

@@ -116,7 +116,8 @@ class WinogradConv2d(Function):
         for i in range(n):  # n*n strided copies, as im2col's kh*kw
             for j in range(n):
                 tiles[i, j] = padded[:, :, i:i + self.th * m:m, j:j + self.tw * m:m]
-        self.V = (self.B2 @ tiles.reshape(Q, -1)).reshape(Q, C, -1)  # input transform, (Q, C, P), P = N*th*tw
+        P = N * self.th * self.tw  # not -1 below: C may be 0
+        self.V = (self.B2 @ tiles.reshape(Q, -1)).reshape(Q, C, P)  # input transform, (Q, C, P)
         self.U = (self.G2 @ weight.reshape(O * C, 9).T).reshape(Q, O, C)  # filter transform
         M = self.U @ self.V  # Q GEMMs (O, C) @ (C, P)
         Y = (self.A2 @ M.reshape(Q, -1)).reshape(m, m, O, N, self.th, self.tw)  # output transform

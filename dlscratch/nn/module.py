@@ -231,6 +231,8 @@ class Module:
             t.data = convert(t.data)
             if t.grad is not None:
                 t.grad = Tensor._make(convert(t.grad.data), False)
+        for module in self.modules():
+            module._recompute_derived()
         return self
 
     def half(self):
@@ -281,6 +283,8 @@ class Module:
         with no_grad():
             for key, value in values.items():
                 own[key].copy_(value)
+        for module in self.modules():
+            module._recompute_derived()
         return IncompatibleKeys(missing, unexpected)
 
     # ----- calling and printing -----
@@ -302,7 +306,12 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        for hook in self._forward_pre_hooks.values():
+        self._recompute_derived()
+
+    def _recompute_derived(self):
+        """Run the hooks that derive attributes from the parameters (a pruned ``weight = weight_orig * weight_mask``),
+        so that those attributes are current without a forward: after copies, casts, moves, loads."""
+        for hook in tuple(self._forward_pre_hooks.values()):
             if getattr(hook, "derived_attributes", ()):
                 hook(self, ())
 

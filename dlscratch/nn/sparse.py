@@ -9,6 +9,7 @@ matrix is SciPy's (``scipy.sparse``), on a GPU cuSPARSE's through ``cupyx.scipy.
 
 from .. import backend
 from ..tensor import Tensor
+from .binary import _Binary
 from .linear import Linear
 from .module import Module
 
@@ -32,6 +33,10 @@ class SparseLinear(Module):
         super().__init__()
         if not isinstance(linear, Linear):
             raise TypeError(f"SparseLinear: expected a Linear, got {type(linear).__name__}")
+        if isinstance(linear, _Binary):  # its shadow weight is not what it computes with, and signs are never 0
+            raise TypeError("SparseLinear: BinaryLinear computes with sign(weight), which has no zeros to skip; store "
+                            "its signs with nn.binary.packed_signs")
+        linear._recompute_derived()  # a pruned weight as its weight_orig is now, not as the last forward saw it
         weight = linear.weight.data
         self.weight = _sparse_module(weight).csr_matrix(weight)
         self.register_buffer("bias", None if linear.bias is None else Tensor(linear.bias.data.copy()))

@@ -18,6 +18,7 @@ import numpy
 from .. import backend
 from ..functions.im2col import geometry, im2col_array
 from ..grad_mode import no_grad
+from ..nn.binary import _Binary
 from ..nn.conv import Conv2d
 from ..nn.linear import Linear
 from ..nn.module import Module
@@ -34,7 +35,9 @@ class _QuantizedLayer(Module):
         super().__init__()
         if method not in INT8_MATMUL_METHODS:
             raise ValueError(f"{type(self).__name__}: method must be one of {INT8_MATMUL_METHODS}, got {method!r}")
-        w = layer.weight.data
+        layer._recompute_derived()  # a pruned weight as its weight_orig is now, not as the last forward saw it
+        with no_grad():  # the weight the forward uses: a binary layer's signs, not its shadow weight
+            w = (layer.binary_weight() if isinstance(layer, _Binary) else layer.weight).data
         scales = weight_scales(w)
         self.register_buffer("weight", Tensor(quantize(w, scales.reshape((-1,) + (1,) * (w.ndim - 1)))))
         self.register_buffer("weight_scale", Tensor(scales))
@@ -49,9 +52,12 @@ class _QuantizedLayer(Module):
         acc = int8_matmul(rows, qx_rows, self.method) - self.input_zero_point * row_sums[:, None]
         return acc.astype(numpy.float32) * (self.input_scale * self.weight_scale.data)[:, None]
 
-    def _quantized_input(self, x):
+    def _quantized_input(self, x, expected):
+        """``x`` as int8, once ``_fits`` accepts its shape (``expected``: what fits, for the refusal)."""
         if not isinstance(x, Tensor):
             raise TypeError(f"{type(self).__name__}: expected a Tensor, got {type(x).__name__}")
+        if not self._fits(x.shape):
+            raise ValueError(f"{type(self).__name__}: input of shape {tuple(x.shape)} {expected}")
         return quantize(x.data, numpy.float32(self.input_scale), self.input_zero_point)
 
     def extra_repr(self):
@@ -65,9 +71,16 @@ class QuantizedLinear(_QuantizedLayer):
     def __init__(self, linear, input_scale, input_zero_point, method="integer"):
         super().__init__(linear, input_scale, input_zero_point, method)
 
+    def _fits(self, shape):
+        return len(shape) >= 1 and shape[-1] == self.weight.shape[1]
+
     def forward(self, x):
-        y = self._integer_product(self._quantized_input(x).T).T
-        return Tensor(y if self.bias is None else y + self.bias.data)
+        """``x: (..., in_features)`` -> ``(..., out_features)``."""
+        (out_features, in_features), shape = self.weight.shape, tuple(x.shape)
+        q = self._quantized_input(x, f"does not fit; expected (..., {in_features})")
+        y = self._integer_product(q.reshape(-1, in_features).T).T
+        y = y if self.bias is None else y + self.bias.data
+        return Tensor(y.reshape(shape[:-1] + (out_features,)))
 
 
 class QuantizedConv2d(_QuantizedLayer):
@@ -78,8 +91,11 @@ class QuantizedConv2d(_QuantizedLayer):
         super().__init__(conv, input_scale, input_zero_point, method)
         self.kernel_size, self.stride, self.padding = conv.kernel_size, conv.stride, conv.padding
 
+    def _fits(self, shape):
+        return len(shape) == 4 and shape[1] == self.weight.shape[1]
+
     def forward(self, x):
-        q = self._quantized_input(x)
+        q = self._quantized_input(x, f"does not fit; expected (N, {self.weight.shape[1]}, H, W)")
         xp = backend.get_array_module(q)
         (ph, pw), (N, C, H, W) = self.padding, q.shape
         padded = xp.full((N, C, H + 2 * ph, W + 2 * pw), self.input_zero_point, dtype=numpy.int8)
@@ -109,6 +125,9 @@ def quantize_model(model, calibration, method="integer"):
     """An int8 copy of ``model`` (the original is untouched): each ``Linear`` and ``Conv2d`` becomes a
     ``QuantizedLinear`` or ``QuantizedConv2d`` whose input range is the one seen while ``model`` ran, in eval
     mode, on ``calibration``: an iterable of input batches, or of ``(inputs, targets)`` pairs (a DataLoader)."""
+    if isinstance(model, (Linear, Conv2d)):
+        raise ValueError(f"quantize_model: the model is itself a {type(model).__name__}, and quantize_model swaps the "
+                         "layers inside a model; pass nn.Sequential(model)")
     quantized = copy.deepcopy(model).eval()
     observers = []
     for parent in list(quantized.modules()):

@@ -17,6 +17,7 @@ import numpy
 from ... import backend
 from ...grad_mode import no_grad
 from ...tensor import Tensor
+from ..binary import _Binary
 from ..module import Parameter
 
 
@@ -69,6 +70,9 @@ def _current(module, name):
     param = module._parameters.get(name)
     if param is None:
         raise ValueError(f"prune: {type(module).__name__} has no parameter {name!r}")
+    if name == "weight" and isinstance(module, _Binary):
+        raise ValueError(f"prune: {type(module).__name__}'s forward uses sign(weight), and a pruned 0 would compute as "
+                         "+1, not 0; prune float layers (or the bias) instead")
     return param.data, backend.get_array_module(param.data).ones(param.shape, dtype=param.dtype)
 
 
