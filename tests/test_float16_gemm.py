@@ -1,6 +1,8 @@
 """The fast path's float16 matrix products on a CPU (``fast.matmul.gemm``): float16 operands summed in float32 by
 BLAS and rounded once, as tensor cores do; NumPy's own float16 loop is hundreds of times slower."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -45,3 +47,11 @@ def test_float16_products_agree_with_float32_on_both_paths(operation):
             y.sum().backward()
         assert y.dtype == np.float16 and all(t.grad.dtype == np.float16 for t in inputs)
         np.testing.assert_allclose(y.detach().numpy(), exact, rtol=0, atol=2e-2 * np.abs(exact).max())
+
+
+def test_a_product_past_float16s_range_is_inf_without_a_warning():
+    a = np.full((2, 4), 200.0, dtype=np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = gemm(a, a.T)
+    assert np.isinf(got).all() and got.dtype == np.float16

@@ -28,7 +28,9 @@ from . import tuning
 def gemm(a, b):
     """``a @ b``; float16 operands on a CPU summed in float32 by BLAS, rounded once (see above)."""
     if a.dtype == numpy.float16 and b.dtype == numpy.float16 and not is_gpu_array(a):
-        return get_array_module(a).matmul(a, b, dtype=numpy.float32).astype(numpy.float16)
+        product = get_array_module(a).matmul(a, b, dtype=numpy.float32)
+        with numpy.errstate(over="ignore"):  # a sum past float16's range is inf, as on a GPU; GradScaler sees it
+            return product.astype(numpy.float16)
     return a @ b
 
 
