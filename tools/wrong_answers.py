@@ -489,7 +489,7 @@ WRONG = {
         ("the count kept after an overflow", "if overflowed:\n    return scale / 2, clean_steps\nclean_steps += 1\n"
          "if clean_steps == growth_interval:\n    return scale * 2, 0\nreturn scale, clean_steps"),
         ("the count not reset after growing", "if overflowed:\n    return scale / 2, 0\nclean_steps += 1\n"
-         "if clean_steps % growth_interval == 0:\n    return scale * 2, clean_steps\nreturn scale, clean_steps"),
+         "if clean_steps >= growth_interval:\n    return scale * 2, clean_steps\nreturn scale, clean_steps"),
         ("grows one step late", "if overflowed:\n    return scale / 2, 0\nif clean_steps == growth_interval:\n"
          "    return scale * 2, 0\nreturn scale, clean_steps + 1"),
     ],
