@@ -581,16 +581,22 @@ def _scatter_add(a, slices, value):
 
 
 class _csr_matrix:  # noqa: N801 (cupyx.scipy.sparse's name)
-    """cupyx.scipy.sparse.csr_matrix from a dense stand-in array (SciPy's inside); ``matrix @ dense`` gives a
-    stand-in array, and a NumPy operand is refused, as on a GPU."""
+    """cupyx.scipy.sparse.csr_matrix from a dense stand-in array, or from ``(data, indices, indptr)`` stand-in
+    arrays with ``shape`` (SciPy's inside); ``matrix @ dense`` gives a stand-in array, and a NumPy operand is
+    refused, as on a GPU."""
 
-    def __init__(self, dense):
+    def __init__(self, arg, shape=None):
         import scipy.sparse
 
-        if type(dense) is not ndarray:
-            raise TypeError(f"cupyx.scipy.sparse.csr_matrix: expected a cupy array (the strict stand-in's), got "
-                            f"{type(dense).__name__}")
-        self._m = scipy.sparse.csr_matrix(dense._a)
+        parts = arg if isinstance(arg, tuple) else (arg,)
+        for a in parts:
+            if type(a) is not ndarray:
+                raise TypeError(f"cupyx.scipy.sparse.csr_matrix: expected cupy arrays (the strict stand-in's), got "
+                                f"{type(a).__name__}")
+        if isinstance(arg, tuple):
+            self._m = scipy.sparse.csr_matrix(tuple(a._a for a in arg), shape=shape)
+        else:
+            self._m = scipy.sparse.csr_matrix(arg._a)
         self.shape, self.dtype, self.nnz = self._m.shape, self._m.dtype, self._m.nnz
         self.data, self.indices, self.indptr = (_wrap(a) for a in (self._m.data, self._m.indices, self._m.indptr))
 

@@ -124,3 +124,9 @@ def test_scale_of_a_list_and_refusals():
                             ({"growth_interval": 0}, "growth_interval must be a positive int")]:
         with pytest.raises(ValueError, match=message):
             GradScaler(**kwargs)
+
+
+def test_a_numpy_integer_growth_interval_is_taken_and_a_bool_refused():
+    assert GradScaler(growth_interval=np.int64(5)).state_dict()["growth_interval"] == 5
+    with pytest.raises(ValueError, match="growth_interval must be a positive int"):
+        GradScaler(growth_interval=True)

@@ -21,7 +21,8 @@ def expected_bytes(linears, convs):
         "float32": 4 * numbers,
         "float16 autocast": 4 * numbers,  # float32 master weights
         "float16 half()": 2 * numbers,
-        "int8": sum(weights) + 8 * sum(biases),  # int8 weights; a float32 scale and a float32 bias per output channel
+        # int8 weights; a float32 scale and a float32 bias per output channel; the input's scale and zero point a layer
+        "int8": sum(weights) + 8 * sum(biases) + 8 * len(weights),
         "binary": sum(-(-w // 8) + 4 for w in weights) + 4 * sum(biases),  # a bit a weight, a float32 scale a layer
     }
 
@@ -32,9 +33,9 @@ def test_the_suite_is_registered():
 
 def test_the_byte_counts_by_hand():
     assert expected_bytes(MLP_LINEARS, MLP_CONVS) == {"float32": 7454760, "float16 autocast": 7454760,
-                                                      "float16 half()": 3727380, "int8": 1878096, "binary": 240948}
+                                                      "float16 half()": 3727380, "int8": 1878120, "binary": 240948}
     assert expected_bytes(CNN_LINEARS, CNN_CONVS) == {"float32": 788840, "float16 autocast": 788840,
-                                                      "float16 half()": 394420, "int8": 198050, "binary": 25129}
+                                                      "float16 half()": 394420, "int8": 198074, "binary": 25129}
 
 
 def test_quick_table(backend, capsys):

@@ -130,3 +130,9 @@ def test_an_empty_batch():
     w = dlscratch.randn(4, 3, 3, 3)
     for algorithm in ALGORITHMS:
         assert F.conv2d(dlscratch.zeros(0, 3, 5, 5), w, algorithm=algorithm).shape == (0, 4, 3, 3)
+
+
+@pytest.mark.parametrize("path", [paths.fast, paths.reference])
+def test_a_weight_without_output_channels_is_refused(path):
+    with path(), pytest.raises(ValueError, match=r"weight of shape \(0, 3, 3, 3\) has no output channels"):
+        F.conv2d(dlscratch.randn(2, 3, 5, 5), dlscratch.randn(0, 3, 3, 3))

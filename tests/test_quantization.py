@@ -114,13 +114,14 @@ def test_quantize_model_calibrates_swaps_and_shrinks(backend):
     quantized = quantize_model(model, batches)
     assert isinstance(model[0], nn.Conv2d) and isinstance(model[4], nn.Linear)  # the original is untouched
     assert isinstance(quantized[0], QuantizedConv2d) and isinstance(quantized[4], QuantizedLinear)
-    assert quantized[0].input_zero_point == -128  # the images are in [0, 1]
+    assert int(quantized[0].input_zero_point.item()) == -128  # the images are in [0, 1]
     x = dlscratch.tensor(batches[0][0])
     exact, got = (dl_backend.to_cpu(m(x).data) for m in (model.eval(), quantized))
     assert np.abs(got - exact).max() / np.abs(exact).max() < 0.05
     float_bytes, int8_bytes = stored_bytes(model), stored_bytes(quantized)
     assert float_bytes == 4 * (8 * 9 + 8 + 128 * 10 + 10)
-    assert int8_bytes == (8 * 9 + 128 * 10) + 4 * (8 + 10) + 4 * (8 + 10)  # int8 weights, float32 scales and biases
+    # int8 weights, float32 scales and biases, and each layer's input scale (float32) and zero point (int32)
+    assert int8_bytes == (8 * 9 + 128 * 10) + 4 * (8 + 10) + 4 * (8 + 10) + 2 * 8
 
 
 def test_quantize_model_refusals():
@@ -157,3 +158,25 @@ def test_quantized_layers_take_what_the_float_layers_take_and_name_a_wrong_shape
 def test_quantize_model_of_a_bare_layer_says_to_wrap_it():
     with pytest.raises(ValueError, match=r"quantize_model: the model is itself a Linear.*nn\.Sequential\(model\)"):
         quantize_model(nn.Linear(2, 2), [np.zeros((1, 2), np.float32)])
+
+
+def test_a_state_dict_carries_the_calibration():
+    dlscratch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    rng = np.random.default_rng(7)
+    wide, narrow = (rng.standard_normal((16, 4)).astype(np.float32) * s for s in (5.0, 0.5))
+    source = quantize_model(model, [dlscratch.tensor(wide)])
+    target = quantize_model(model, [dlscratch.tensor(narrow)])
+    x = dlscratch.tensor(wide[:5])
+    assert not np.array_equal(target(x).numpy(), source(x).numpy())  # different ranges, different outputs
+    target.load_state_dict(source.state_dict())
+    np.testing.assert_array_equal(target(x).numpy(), source(x).numpy())
+    assert {"0.input_scale", "0.input_zero_point"} <= {name for name, _ in source.named_buffers()}
+
+
+def test_a_calibration_batch_with_nan_is_refused():
+    model = nn.Sequential(nn.Linear(3, 2))
+    batch = np.ones((4, 3), dtype=np.float32)
+    batch[1, 2] = np.nan
+    with pytest.raises(ValueError, match="reached Linear with inf or NaN"):
+        quantize_model(model, [dlscratch.tensor(batch)])

@@ -8,6 +8,7 @@ import dlscratch
 from dlscratch import backend as dl_backend
 from dlscratch import nn
 from dlscratch.nn.sparse import SparseLinear, dense_bytes
+from dlscratch.nn.utils import prune
 
 
 def pruned_linear(backend, density, seed=0):
@@ -48,3 +49,24 @@ def test_a_binary_linear_is_refused_rather_than_stored_by_its_shadow_weights():
 
     with pytest.raises(TypeError, match=r"SparseLinear: BinaryLinear computes with sign\(weight\).*packed_signs"):
         SparseLinear(BinaryLinear(4, 2))
+
+
+def test_the_csr_arrays_travel_in_state_dict_and_refuse_another_pattern():
+    dlscratch.manual_seed(3)
+    layers = [nn.Linear(12, 5) for _ in range(3)]
+    for layer, amount in zip(layers, (0.5, 0.5, 0.75)):
+        prune.l1_unstructured(layer, "weight", amount)
+        prune.remove(layer, "weight")
+    source, target, other = (SparseLinear(layer) for layer in layers)
+    x = dlscratch.randn(4, 12)
+    target.load_state_dict(source.state_dict())  # the same count of nonzeros: loaded, pattern and all
+    np.testing.assert_array_equal(target(x).numpy(), source(x).numpy())
+    assert set(source.state_dict()) == {"weight_data", "weight_indices", "weight_indptr", "bias"}
+    with pytest.raises(RuntimeError, match="weight_data: checkpoint has shape"):
+        other.load_state_dict(source.state_dict())  # another count of nonzeros: refused, nothing copied
+
+
+def test_half_is_refused_with_a_reason():
+    sparse = SparseLinear(nn.Linear(4, 3)).half()
+    with pytest.raises(TypeError, match="sparse products have no float16"):
+        sparse(dlscratch.randn(2, 4).astype(np.float16))

@@ -15,6 +15,8 @@ overflow the scale doubles, so it stays near the largest that works. A training 
 Powers of two as scale and factors make scaling and unscaling exact in floating point.
 """
 
+import numbers
+
 from .. import backend
 from ..tensor import Tensor
 
@@ -31,12 +33,13 @@ class GradScaler:
             raise ValueError(f"GradScaler: growth_factor must be above 1, got {growth_factor}")
         if not 0 < backoff_factor < 1:
             raise ValueError(f"GradScaler: backoff_factor must be between 0 and 1, got {backoff_factor}")
-        if not (isinstance(growth_interval, int) and growth_interval >= 1):
+        if not (isinstance(growth_interval, numbers.Integral) and not isinstance(growth_interval, bool)
+                and growth_interval >= 1):
             raise ValueError(f"GradScaler: growth_interval must be a positive int, got {growth_interval!r}")
         self._enabled = bool(enabled)
         self._scale = float(init_scale)
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
-        self._growth_interval = growth_interval
+        self._growth_interval = int(growth_interval)
         self._growth_tracker = 0  # steps since the last overflow or growth
         self._unscaled = {}  # id(optimizer) -> an array, nonzero when a gradient was inf or NaN
         self._stepped = False

@@ -53,6 +53,8 @@ class Conv2d(Function):
 
 
 def _check(x, weight, bias):
+    if weight.shape[0] == 0:
+        raise ValueError(f"conv2d: weight of shape {tuple(weight.shape)} has no output channels; it needs at least one")
     if x.shape[1] != weight.shape[1]:
         raise ValueError(
             f"conv2d: input of shape {tuple(x.shape)} has {x.shape[1]} channels but weight of shape "

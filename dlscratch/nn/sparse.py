@@ -27,7 +27,10 @@ def _sparse_module(array):
 
 class SparseLinear(Module):
     """From a ``Linear`` (pruned, with ``prune.remove`` done, or any): ``x: (N, in) -> (N, out)``, computed as
-    ``(W_csr @ x.T).T + b``. Inference only: it records no graph."""
+    ``(W_csr @ x.T).T + b``. Inference only: it records no graph.
+
+    The three CSR arrays are buffers (``weight_data``, ``weight_indices``, ``weight_indptr``), so ``state_dict``,
+    ``load_state_dict`` and ``to()`` carry them like any other; ``weight`` is the CSR matrix built on them."""
 
     def __init__(self, linear):
         super().__init__()
@@ -37,10 +40,21 @@ class SparseLinear(Module):
             raise TypeError("SparseLinear: BinaryLinear computes with sign(weight), which has no zeros to skip; store "
                             "its signs with nn.binary.packed_signs")
         linear._recompute_derived()  # a pruned weight as its weight_orig is now, not as the last forward saw it
-        weight = linear.weight.data
-        self.weight = _sparse_module(weight).csr_matrix(weight)
+        csr = _sparse_module(linear.weight.data).csr_matrix(linear.weight.data)
+        self.register_buffer("weight_data", Tensor(csr.data))
+        self.register_buffer("weight_indices", Tensor(csr.indices))
+        self.register_buffer("weight_indptr", Tensor(csr.indptr))
         self.register_buffer("bias", None if linear.bias is None else Tensor(linear.bias.data.copy()))
         self.in_features, self.out_features = linear.in_features, linear.out_features
+
+    @property
+    def weight(self):
+        """The ``(out_features, in_features)`` CSR matrix on the buffers (no copy)."""
+        data = self.weight_data.data
+        if data.dtype.kind == "f" and data.dtype.itemsize < 4:
+            raise TypeError(f"SparseLinear: sparse products have no {data.dtype}; keep this layer float32 (.float())")
+        arrays = (data, self.weight_indices.data, self.weight_indptr.data)
+        return _sparse_module(data).csr_matrix(arrays, shape=(self.out_features, self.in_features))
 
     def forward(self, x):
         if not isinstance(x, Tensor):
@@ -56,11 +70,10 @@ class SparseLinear(Module):
 
     def stored_bytes(self):
         """The CSR arrays' bytes, and the bias's."""
-        arrays = (self.weight.data, self.weight.indices, self.weight.indptr)
-        return sum(int(a.nbytes) for a in arrays) + (0 if self.bias is None else int(self.bias.data.nbytes))
+        return sum(int(b.data.nbytes) for _, b in self.named_buffers())
 
     def extra_repr(self):
-        density = self.weight.nnz / (self.in_features * self.out_features)
+        density = self.weight_data.numel() / (self.in_features * self.out_features)
         return f"in_features={self.in_features}, out_features={self.out_features}, density={density:.3f}"
 
 

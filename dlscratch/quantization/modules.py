@@ -42,15 +42,19 @@ class _QuantizedLayer(Module):
         self.register_buffer("weight", Tensor(quantize(w, scales.reshape((-1,) + (1,) * (w.ndim - 1)))))
         self.register_buffer("weight_scale", Tensor(scales))
         self.register_buffer("bias", None if layer.bias is None else Tensor(layer.bias.data.copy()))
-        self.input_scale, self.input_zero_point, self.method = float(input_scale), int(input_zero_point), method
+        # buffers, not attributes: a state_dict carries the calibration, so a loaded model uses the loaded ranges
+        xp = backend.get_array_module(w)
+        self.register_buffer("input_scale", Tensor(xp.asarray(input_scale, dtype=numpy.float32)))
+        self.register_buffer("input_zero_point", Tensor(xp.asarray(input_zero_point, dtype=numpy.int32)))
+        self.method = method
 
     def _integer_product(self, qx_rows):
         """``(O, K) int8 weight @ (K, L) int8 input`` -> ``(O, L)`` float32: the real product, before the bias."""
         rows = self.weight.data.reshape(len(self.weight.data), -1)
         # the zero point's correction, from the weight itself (so a loaded state_dict cannot leave it stale)
         row_sums = rows.sum(axis=1, dtype=numpy.int32)
-        acc = int8_matmul(rows, qx_rows, self.method) - self.input_zero_point * row_sums[:, None]
-        return acc.astype(numpy.float32) * (self.input_scale * self.weight_scale.data)[:, None]
+        acc = int8_matmul(rows, qx_rows, self.method) - self.input_zero_point.data * row_sums[:, None]
+        return acc.astype(numpy.float32) * (self.input_scale.data * self.weight_scale.data)[:, None]
 
     def _quantized_input(self, x, expected):
         """``x`` as int8, once ``_fits`` accepts its shape (``expected``: what fits, for the refusal)."""
@@ -58,11 +62,12 @@ class _QuantizedLayer(Module):
             raise TypeError(f"{type(self).__name__}: expected a Tensor, got {type(x).__name__}")
         if not self._fits(x.shape):
             raise ValueError(f"{type(self).__name__}: input of shape {tuple(x.shape)} {expected}")
-        return quantize(x.data, numpy.float32(self.input_scale), self.input_zero_point)
+        zero_point = self.input_zero_point.data.astype(numpy.float32)  # float32 + int32 would widen to float64
+        return quantize(x.data, self.input_scale.data, zero_point)
 
     def extra_repr(self):
-        return (f"{tuple(self.weight.shape)}, input scale={self.input_scale:.4g}, "
-                f"zero point={self.input_zero_point}, method={self.method!r}")
+        return (f"{tuple(self.weight.shape)}, input scale={float(self.input_scale.data):.4g}, "
+                f"zero point={int(self.input_zero_point.data)}, method={self.method!r}")
 
 
 class QuantizedLinear(_QuantizedLayer):
@@ -98,7 +103,8 @@ class QuantizedConv2d(_QuantizedLayer):
         q = self._quantized_input(x, f"does not fit; expected (N, {self.weight.shape[1]}, H, W)")
         xp = backend.get_array_module(q)
         (ph, pw), (N, C, H, W) = self.padding, q.shape
-        padded = xp.full((N, C, H + 2 * ph, W + 2 * pw), self.input_zero_point, dtype=numpy.int8)
+        padded = xp.empty((N, C, H + 2 * ph, W + 2 * pw), dtype=numpy.int8)
+        padded[...] = self.input_zero_point.data
         padded[:, :, ph:ph + H, pw:pw + W] = q
         g = geometry(padded.shape, self.kernel_size, self.stride, 0, "QuantizedConv2d")
         y = self._integer_product(im2col_array(padded, self.kernel_size, self.stride, 0))  # (O, Ho*Wo*N)
@@ -116,8 +122,11 @@ class _Observer(Module):
         self.layer, self.low, self.high = layer, numpy.inf, -numpy.inf
 
     def forward(self, x):
-        self.low = min(self.low, float(x.data.min()))
-        self.high = max(self.high, float(x.data.max()))
+        low, high = float(x.data.min()), float(x.data.max())
+        if not (numpy.isfinite(low) and numpy.isfinite(high)):  # min() and max() of Python would skip a NaN
+            raise ValueError(f"quantize_model: a calibration batch reached {type(self.layer).__name__} with inf or NaN "
+                             "in it; calibrate on finite inputs")
+        self.low, self.high = min(self.low, low), max(self.high, high)
         return self.layer(x)
 
 
