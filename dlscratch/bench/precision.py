@@ -1,7 +1,8 @@
 """Suite "precision": one MNIST-sized model in float32, float16, int8 and binary weights: its size, its speed and
 how far its logits move from float32's.
 
-Two models: an MLP 784-1024-1024-10 and the article's small CNN (``cnn.article_net``), on seeded random
+Two models: an MLP 784-1024-1024-10 and the small CNN of the Qiita post "深層学習外伝 ~GPUプログラミング編~"
+(2020-09-29; ``cnn.article_net``), on seeded random
 MNIST-shaped batches. Each runs as
 
 - **float32**: the default; an SGD training step, and inference under ``no_grad``;
@@ -16,7 +17,7 @@ MNIST-shaped batches. Each runs as
 Columns: the weights' bytes (``quantization.stored_bytes``; ``nn.binary.deployed_bytes`` for binary), the median
 milliseconds of one inference batch and of one training step, and the largest absolute difference of the
 inference logits from float32's. On the CPU the last line says how much slower float16 is: NumPy has no
-float16 arithmetic on a CPU's vector units, and its float16 matmul does not call BLAS.
+float16 arithmetic, so every operation converts to float32 and back (the fast path's GEMMs through float32 BLAS).
 """
 
 import copy
