@@ -53,6 +53,8 @@ def arithmetic_type(a, b):
         return numpy.dtype("float64")
     if "float32" in (a.name, b.name):
         return numpy.dtype("float32")
+    if "float16" in (a.name, b.name):  # CuPy's float16 class: its own operators, else its conversion to float
+        return numpy.dtype("float16" if a == b else "float32")
     a, b = promote_integer(a), promote_integer(b)
     if a == b:
         return a

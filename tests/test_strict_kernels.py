@@ -50,6 +50,17 @@ def test_integers_mix_with_floats_by_the_usual_arithmetic_conversions():
     assert run("y = x / 2", x).tolist() == [0.75, -1.25]
 
 
+def test_float16_keeps_its_own_arithmetic_and_meets_integers_in_float():
+    # float16 with float16 rounds to float16 (2048 + 1 is 2048 there); with an int it computes in float
+    x = np.array([2048.0], np.float16)
+    assert run("y = x + x", x)[0] == 4096.0
+    assert run("y = x + (T)1 - x", x)[0] == 0.0
+    assert run("float z = x + 1; y = z - x", x, out="float32 y")[0] == 1.0
+    half = np.array([1.5, -2.5], np.float16)
+    assert run("y = 1 - x", half).dtype == np.float16
+    assert run("y = 1 - x", half).tolist() == [-0.5, 3.5]
+
+
 def test_control_flow_loops_and_local_arrays():
     x = np.arange(6, dtype=np.int32)
     body = """

@@ -470,6 +470,47 @@ WRONG = {
         ("irfft's length left out", "L = len(d)\nreturn np.fft.irfft(np.fft.rfft(d) * np.conj(np.fft.rfft(g, L)))"
          "[:L - len(g) + 1]"),
     ],
+    "13-1": [
+        ("the largest pruned instead", "xp = backend.get_array_module(weight)\nk = int(round(amount * weight.size))\n"
+         "mask = xp.ones(weight.size, dtype=weight.dtype)\nmask[xp.argsort(-xp.abs(weight).ravel())[:k]] = 0\n"
+         "return mask.reshape(weight.shape)"),
+        ("signed values, not magnitudes", "xp = backend.get_array_module(weight)\n"
+         "k = int(round(amount * weight.size))\n"
+         "mask = xp.ones(weight.size, dtype=weight.dtype)\nmask[xp.argsort(weight.ravel())[:k]] = 0\n"
+         "return mask.reshape(weight.shape)"),
+        ("the count truncated, not rounded", "xp = backend.get_array_module(weight)\nk = int(amount * weight.size)\n"
+         "mask = xp.ones(weight.size, dtype=weight.dtype)\nmask[xp.argsort(xp.abs(weight).ravel())[:k]] = 0\n"
+         "return mask.reshape(weight.shape)"),
+        ("a boolean mask", "xp = backend.get_array_module(weight)\nk = int(round(amount * weight.size))\n"
+         "mask = xp.ones(weight.size, dtype=bool)\nmask[xp.argsort(xp.abs(weight).ravel())[:k]] = False\n"
+         "return mask.reshape(weight.shape)"),
+    ],
+    "13-2": [
+        ("the count kept after an overflow", "if overflowed:\n    return scale / 2, clean_steps\nclean_steps += 1\n"
+         "if clean_steps == growth_interval:\n    return scale * 2, 0\nreturn scale, clean_steps"),
+        ("the count not reset after growing", "if overflowed:\n    return scale / 2, 0\nclean_steps += 1\n"
+         "if clean_steps >= growth_interval:\n    return scale * 2, clean_steps\nreturn scale, clean_steps"),
+        ("grows one step late", "if overflowed:\n    return scale / 2, 0\nif clean_steps == growth_interval:\n"
+         "    return scale * 2, 0\nreturn scale, clean_steps + 1"),
+    ],
+    "13-3": [
+        ("one scale for the whole tensor", "scale = np.float32(np.abs(weight).max() / 127)\n"
+         "q = np.clip(np.round(weight / scale), -127, 127).astype(np.int8)\n"
+         "return q, np.full(len(weight), scale, dtype=np.float32)"),
+        ("truncated, not rounded", "largest = np.abs(weight).reshape(len(weight), -1).max(axis=1)\n"
+         "scales = np.where(largest > 0, largest / 127, 1).astype(np.float32)\n"
+         "shape = (-1,) + (1,) * (weight.ndim - 1)\nq = (weight / scales.reshape(shape)).astype(np.int8)\n"
+         "return q, scales"),
+        ("divided by 128", "largest = np.abs(weight).reshape(len(weight), -1).max(axis=1)\n"
+         "scales = np.where(largest > 0, largest / 128, 1).astype(np.float32)\n"
+         "shape = (-1,) + (1,) * (weight.ndim - 1)\n"
+         "q = np.clip(np.round(weight / scales.reshape(shape)), -127, 127).astype(np.int8)\nreturn q, scales"),
+        ("a zero channel divides by zero", "largest = np.abs(weight).reshape(len(weight), -1).max(axis=1)\n"
+         "scales = (largest / 127).astype(np.float32)\nshape = (-1,) + (1,) * (weight.ndim - 1)\n"
+         "with np.errstate(invalid='ignore', divide='ignore'):\n"
+         "    q = np.clip(np.nan_to_num(np.round(weight / scales.reshape(shape))), -127, 127).astype(np.int8)\n"
+         "return q, scales"),
+    ],
 }
 
 GPU_ONLY = {
