@@ -1,14 +1,11 @@
 """Every exercise's check is proven (tools/prove_exercises.py): the solution passes, the stub and every known-wrong
-answer (tools/wrong_answers.py) fail; on NumPy, and on the strict CuPy stand-in, where the mistakes that only a
-GPU exposes must fail too. Slow: each lesson runs once in a kernel of its own (marked ``exercises``)."""
-
-import json
-import os
-import subprocess
-import sys
+answer (tools/wrong_answers.py) fail on NumPy; on the strict CuPy stand-in the whole lesson runs, the solutions
+pass, and the stubs and the mistakes that only a GPU exposes (``GPU_ONLY``) fail. Slow: each lesson runs once per
+device in a kernel of its own (marked ``exercises``); nbgrader grades the NumPy run (tests/test_nbgrader.py)."""
 
 import pytest
-from repo_tools import TOOLS, load_tool
+from lesson_proofs import DEVICES, proof
+from repo_tools import load_tool
 
 prove = load_tool("prove_exercises")
 wrong = load_tool("wrong_answers")
@@ -51,23 +48,24 @@ NEEDS_A_REAL_GPU = {
 
 
 @pytest.mark.exercises
-@pytest.mark.parametrize("device", ["numpy", "strict-cupy-stand-in"])
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
 def test_checks_pass_the_solution_and_fail_the_stub_and_the_wrong_answers(lesson, device):
-    env = dict(os.environ, DLSCRATCH_DEVICE="cpu" if device == "numpy" else "gpu")
-    env.pop("DLSCRATCH_STRICT_GPU", None)
-    if device != "numpy":
-        env["DLSCRATCH_STRICT_GPU"] = "1"
-    # A process of its own: the kernels, ZeroMQ and asyncio machinery stay out of the test process.
-    program = ("import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); import prove_exercises; "
-               "print(json.dumps(prove_exercises.prove(Path(sys.argv[2]))))")
-    run = subprocess.run([sys.executable, "-c", program, str(TOOLS), str(lesson)], env=env, capture_output=True,
-                         text=True, timeout=1800)
-    assert run.returncode == 0, run.stderr[-4000:]
-    rows, broken = json.loads(run.stdout.strip().splitlines()[-1])
-    surprises = [row for row in rows if row[-1]]
+    proven = proof(lesson, device)
+    surprises = [row for row in proven.rows if row[-1]]
     cells = prove.nbformat.read(lesson, as_version=4).cells
     expected = NEEDS_A_REAL_GPU.get(lesson.stem, set()) if device != "numpy" else set()
-    broken = [(cells[index].id, error) for index, error in broken if cells[index].id not in expected]
+    broken = [(cells[index].id, error) for index, error in proven.broken if cells[index].id not in expected]
     assert not surprises and not broken, f"surprises: {surprises}; cells that failed: {broken}"
-    assert [row[1] for row in rows].count("solution") == len({row[0] for row in rows})
+    exercises = {row[0] for row in proven.rows}
+    assert [row[1] for row in proven.rows].count("solution") == len(exercises)
+    assert [row[1] for row in proven.rows].count("stub") == len(exercises)
+    wrong = {(row[0], row[1].removeprefix("wrong: ")) for row in proven.rows if row[1].startswith("wrong: ")}
+    if device == "numpy":
+        assert wrong == {(exercise, mistake) for exercise in exercises for mistake, _ in wrong_answers(exercise)}
+    else:  # the other wrong answers compute with NumPy on the stand-in, as they do on NumPy
+        assert wrong == {pair for pair in prove.GPU_ONLY if pair[0] in exercises}
+
+
+def wrong_answers(exercise):
+    return wrong.WRONG.get(exercise, [])

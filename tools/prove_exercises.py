@@ -2,15 +2,26 @@
 
     python tools/prove_exercises.py             # every lesson
     python tools/prove_exercises.py 02 07       # the lessons whose file names start with these
-    DLSCRATCH_STRICT_GPU=1 python tools/prove_exercises.py     # the same on the strict CuPy stand-in
+    DLSCRATCH_STRICT_GPU=1 python tools/prove_exercises.py     # on the strict CuPy stand-in
 
 Each lesson runs once, top to bottom, in one fresh kernel (as nbval and nbgrader run it). At an exercise's
 solution cell the tool runs, each followed by the exercise's check cell: the stub (what the student edition
-and nbgrader give learners; the check must fail), every known-wrong answer from ``tools/wrong_answers.py``
+and nbgrader give learners; the check must fail), the known-wrong answers from ``tools/wrong_answers.py``
 (the solution cell must run and the check must fail), and last the solution itself (the check must pass),
 so that the lesson goes on from the solution's state. It prints one row per run and exits 1 on any surprise.
+
+Which wrong answers run depends on where: on NumPy and on a real GPU, every one; on the strict stand-in, only
+those that are wrong only on a GPU (``GPU_ONLY``), since the others compute with NumPy there just as they do
+on NumPy (``--every-variant`` runs them all there too). The rest of the lesson runs on the stand-in all the same.
+
+``--executed FOLDER`` also writes the two notebooks the run produced, as nbgrader would grade them:
+``<lesson>.solution.ipynb`` (every cell's outputs, the solutions' at the exercises) and ``<lesson>.stub.ipynb``
+(the stubs in the solution cells, and the outputs the stubs gave their checks), so that nbgrader can grade
+this run's outputs instead of executing the lesson twice more (``tests/test_nbgrader.py``).
 """
 
+import argparse
+import copy
 import os
 import re
 import sys
@@ -55,32 +66,42 @@ def write_framework(folder):
                 target.write_text(cell.source[match.end():].rstrip("\n") + "\n", encoding="utf-8")
 
 
+def on_the_stand_in():
+    return os.environ.get("DLSCRATCH_STRICT_GPU", "") not in ("", "0")
+
+
 def on_a_gpu():
-    return os.environ.get("DLSCRATCH_STRICT_GPU", "") not in ("", "0") or os.environ.get("DLSCRATCH_DEVICE") == "gpu"
+    return on_the_stand_in() or os.environ.get("DLSCRATCH_DEVICE") == "gpu"
 
 
-def variants(exercise, solution):
-    """``(name, source, check must pass)`` for one exercise, the solution last."""
+def variants(exercise, solution, every_variant=False):
+    """``(name, source, check must pass)`` for one exercise, the solution last. On the strict stand-in, unless
+    ``every_variant``, only the wrong answers that are wrong only on a GPU: the others compute with NumPy there."""
     yield "stub", stub_solutions(solution), False
     for mistake, bodies in WRONG.get(exercise, []):
-        yield f"wrong: {mistake}", with_bodies(solution, bodies), (exercise, mistake) in GPU_ONLY and not on_a_gpu()
+        gpu_only = (exercise, mistake) in GPU_ONLY
+        if gpu_only or every_variant or not on_the_stand_in():
+            yield f"wrong: {mistake}", with_bodies(solution, bodies), gpu_only and not on_a_gpu()
     yield "solution", solution, True
 
 
 def _run(client, source, index):
-    """None when the cell ran, else ``"ErrorName: message"`` (first line)."""
+    """``(error, outputs)``: error None when the cell ran, else ``"ErrorName: message"`` (first line)."""
+    cell = nbformat.v4.new_code_cell(source)
     try:
-        client.execute_cell(nbformat.v4.new_code_cell(source), index, store_history=False)
-        return None
+        client.execute_cell(cell, index, store_history=False)
+        return None, cell.outputs
     except CellExecutionError as exc:
-        return f"{exc.ename}: {str(exc.evalue).splitlines()[0] if exc.evalue else ''}"[:160]
+        return f"{exc.ename}: {str(exc.evalue).splitlines()[0] if exc.evalue else ''}"[:160], cell.outputs
 
 
-def prove(lesson):
-    """Run one lesson; return rows ``(exercise, variant, expected, outcome, surprise)`` and the failed other cells."""
+def prove(lesson, every_variant=False, executed=None):
+    """Run one lesson; return rows ``(exercise, variant, expected, outcome, surprise)`` and the failed other cells.
+    With ``executed`` (a folder), write the notebooks this run made for the solution and for the stubs."""
     notebook = nbformat.read(lesson, as_version=4)
     roles = exercise_roles(notebook.cells)
     checks = {exercise: notebook.cells[i].source for i, (role, exercise) in roles.items() if role == "check"}
+    solved, stubbed = copy.deepcopy(notebook), copy.deepcopy(notebook)
     rows, broken = [], []
     write_framework(lesson.parent)  # the earlier lessons' pieces, whatever order the lessons are proven in
     client = NotebookClient(notebook, timeout=1200, kernel_name="python3",
@@ -91,34 +112,61 @@ def prove(lesson):
             if cell.cell_type != "code" or role == "check":
                 continue
             if role != "solution":
-                error = _run(client, cell.source, index)
+                error, solved.cells[index].outputs = _run(client, cell.source, index)
+                stubbed.cells[index].outputs = solved.cells[index].outputs
                 if error:
                     broken.append((index, error))
                 continue
-            for name, source, must_pass in variants(exercise, cell.source):
-                cell_error = _run(client, source, index)
-                check_error = _run(client, checks[exercise], index + 1)
-                if must_pass:
-                    outcome = cell_error or check_error or "passed"
-                    surprise = outcome != "passed"
-                else:
-                    outcome = f"rejected: {check_error}" if check_error else "check passed"
-                    # a wrong answer must run and be caught by the check; a stub may fail where it stands
-                    surprise = check_error is None or (name != "stub" and cell_error is not None)
-                    if name == "wrong: calls the library" and "LibraryCalled" not in (check_error or ""):
-                        surprise = True  # own_work, not a side effect, must catch it
-                    if cell_error and name != "stub":
-                        outcome = f"the answer itself failed: {cell_error}"
-                rows.append((exercise, name, "pass" if must_pass else "fail", outcome, surprise))
+            for name, source, must_pass in variants(exercise, cell.source, every_variant):
+                cell_error, cell_outputs = _run(client, source, index)
+                check_error, check_outputs = _run(client, checks[exercise], index + 1)
+                kept = solved if name == "solution" else stubbed if name == "stub" else None
+                if kept is not None:
+                    kept.cells[index].source = source
+                    kept.cells[index].outputs, kept.cells[index + 1].outputs = cell_outputs, check_outputs
+                rows.append((exercise, name, "pass" if must_pass else "fail",
+                             *_judge(name, must_pass, cell_error, check_error)))
+    if executed is not None:
+        nbformat.write(solved, Path(executed) / f"{lesson.stem}.solution.ipynb")
+        nbformat.write(stubbed, Path(executed) / f"{lesson.stem}.stub.ipynb")
     return rows, broken
 
 
-def main(prefixes):
+def _judge(name, must_pass, cell_error, check_error):
+    """``(outcome, surprise)`` of one variant's run: the solution must pass; a stub or a wrong answer must be
+    rejected by its check (a wrong answer must run, and "calls the library" must be caught by own_work)."""
+    if must_pass:
+        outcome = cell_error or check_error or "passed"
+        return outcome, outcome != "passed"
+    outcome = f"rejected: {check_error}" if check_error else "check passed"
+    surprise = check_error is None or (name != "stub" and cell_error is not None)
+    if name == "wrong: calls the library" and "LibraryCalled" not in (check_error or ""):
+        surprise = True  # own_work, not a side effect, must catch it
+    if cell_error and name != "stub":
+        outcome = f"the answer itself failed: {cell_error}"
+    return outcome, surprise
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="DLSCRATCH_STRICT_GPU=1 proves on the strict CuPy stand-in; "
+                                            "DLSCRATCH_DEVICE=gpu on a real GPU.")
+    parser.add_argument("lessons", nargs="*", help="file-name prefixes of the lessons to prove (default: all)")
+    parser.add_argument("--every-variant", action="store_true",
+                        help="on the strict stand-in, run every known-wrong answer, not only the GPU-only ones")
+    parser.add_argument("--executed", metavar="FOLDER", type=Path,
+                        help="write each lesson's executed solution and stub notebooks into FOLDER")
+    args = parser.parse_args(argv)
+    chosen = [p for p in sorted(LESSONS.glob("[0-9][0-9]_*.ipynb")) if not args.lessons or p.name.startswith(
+        tuple(args.lessons))]
+    if not chosen:
+        parser.error(f"no lesson in notebooks/ starts with {', '.join(args.lessons)}")
+    if args.executed:
+        args.executed.mkdir(parents=True, exist_ok=True)
     surprises = 0
-    for lesson in sorted(LESSONS.glob("[0-9][0-9]_*.ipynb")):
-        if prefixes and not lesson.name.startswith(tuple(prefixes)):
-            continue
-        rows, broken = prove(lesson)
+    for lesson in chosen:
+        rows, broken = prove(lesson, args.every_variant, args.executed)
         print(f"\n{lesson.name}")
         for exercise, name, expected, outcome, surprise in rows:
             print(f"  {'!!' if surprise else 'ok'} {exercise:5} {name[:52]:52} must {expected:4}  {outcome[:90]}")
@@ -131,4 +179,4 @@ def main(prefixes):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
