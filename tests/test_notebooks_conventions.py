@@ -137,10 +137,10 @@ def test_no_machine_paths(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_stored_outputs_come_from_the_current_library(path):
-    stale = execute_lessons.stale_modules(json.loads(path.read_text(encoding="utf-8")))
+    stale = execute_lessons.stale_functions(json.loads(path.read_text(encoding="utf-8")))
     assert not stale, (
         f"{path.name}: its stored outputs are older than the library ({', '.join(stale)}); "
-        f"re-execute it in full mode: python tools/execute_lessons.py {path.name[:2]}"
+        f"re-execute it in full mode, on Python 3.12+: python tools/execute_lessons.py {path.name[:2]}"
     )
 
 
@@ -173,29 +173,29 @@ def describe(x):
 
   return f"{x!r:>8} doubled, {'{x}'}"
 '''
-CODE_CHANGES = [("by=2", "by=3"), ("by * x", "x * by"), ("!r:>8", "!r:>9"), ("doubled", "twice"),
-                ("'{x}'", "x"), ("class Scale", "class Scaled")]
+# each change of code, and the units whose fingerprints it changes: "<module>" holds the signatures
+CODE_CHANGES = [("by=2", "by=3", ["<module>", "Scale.apply"]), ("by * x", "x * by", ["Scale.apply"]),
+                ("!r:>8", "!r:>9", ["describe"]), ("doubled", "twice", ["describe"]), ("'{x}'", "x", ["describe"]),
+                ("class Scale", "class Scaled", ["<module>", "Scale.apply", "Scaled.apply"])]
+
+
+def _changed_units(before, after):
+    """The units whose fingerprints differ between two ``code_fingerprints``, or that only one of them has."""
+    return sorted(unit for unit in before.keys() | after.keys() if before.get(unit) != after.get(unit))
 
 
 def test_fingerprints_ignore_docstrings_comments_and_layout_but_not_code(tmp_path):
-    package = tmp_path / "dlscratch"
-    package.mkdir()
-    module = package / "ops.py"
+    module = tmp_path / "ops.py"
     module.write_text(OPS, encoding="utf-8")
-    notebook = {"metadata": {"dlscratch": {"library": execute_lessons.library_fingerprints(
-        ["dlscratch.ops", "dlscratch.missing"], root=tmp_path)}}}
-    assert list(notebook["metadata"]["dlscratch"]["library"]) == ["dlscratch.ops"]
-    assert execute_lessons.stale_modules(notebook, root=tmp_path) == []
+    original = execute_lessons.code_fingerprints(module)
+    assert sorted(original) == ["<module>", "Scale.apply", "describe"]
     module.write_text(OPS_REWORDED, encoding="utf-8")
-    assert execute_lessons.stale_modules(notebook, root=tmp_path) == []
-    for old, new in CODE_CHANGES:
+    assert execute_lessons.code_fingerprints(module) == original
+    for old, new, changed in CODE_CHANGES:
         module.write_text(OPS.replace(old, new), encoding="utf-8")
-        assert execute_lessons.stale_modules(notebook, root=tmp_path) == ["dlscratch.ops (its code changed)"], (
-            f"changing {old!r} into {new!r} left the fingerprint as it was"
+        assert _changed_units(original, execute_lessons.code_fingerprints(module)) == changed, (
+            f"changing {old!r} into {new!r} should change the fingerprints of {', '.join(changed)} alone"
         )
-    module.unlink()
-    assert execute_lessons.stale_modules(notebook, root=tmp_path) == ["dlscratch.ops (no longer exists)"]
-    assert execute_lessons.stale_modules({"metadata": {}}) == ["never executed by tools/execute_lessons.py"]
 
 
 # Run by each interpreter, isolated (-I): loads tools/execute_lessons.py by path, needing only the standard library.
@@ -207,7 +207,7 @@ spec = importlib.util.spec_from_file_location("execute_lessons", tool)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 modules = sorted(package.rglob("*.py"))
-print(json.dumps({p.relative_to(package).as_posix(): module.code_fingerprint(p) for p in modules}))
+print(json.dumps({p.relative_to(package).as_posix(): module.code_fingerprints(p) for p in modules}))
 """
 # Runs on any Python, 2.7 included.
 WHICH_VERSION = "import sys; print(list(sys.version_info[:2]))"

@@ -1,18 +1,34 @@
-"""Re-execute the lessons in full mode from a fresh kernel, and record which library code made their outputs.
+"""Re-execute the lessons in full mode from a fresh kernel, and record which library functions made their outputs.
 
-    python tools/execute_lessons.py                 # every lesson, full mode, on the CPU
+    python tools/execute_lessons.py                 # every lesson, full mode, on the CPU (Python 3.12+)
     python tools/execute_lessons.py 05 07           # the lessons whose file names start with these
     python tools/execute_lessons.py --device auto   # on the GPU where there is one
-    python tools/execute_lessons.py --check         # list lessons whose outputs are older than the library
+    python tools/execute_lessons.py --check         # list the lessons whose outputs are older than the library
 
 A lesson's stored outputs are what a learner reads first, so they must come from the library as it is.
-After executing a lesson, this script asks its kernel which ``dlscratch`` modules it imported and stores,
-in the notebook's metadata (``metadata["dlscratch"]["library"]``), a fingerprint of each: a hash of the
-module's tokens with comments, docstrings and layout left out, the same on every supported Python.
-Changing what a module does changes its fingerprint, and ``tests/test_notebooks_conventions.py`` then
-fails until the lessons that import it are executed again; editing a docstring or a comment does not.
+While a lesson runs, every Python process it starts (its kernel, ``mpiexec``'s ranks, subprocesses,
+DataLoader workers) records each ``dlscratch`` function and method that runs (``tools/lesson_trace/``).
+The notebook's metadata then holds a fingerprint of each, and of the top-level code of each module
+the lesson imported:
 
-The full mode is what a learner gets: ``DLSCRATCH_QUICK`` is removed from the kernel's environment.
+    metadata["dlscratch"]["library"] = {
+        "dlscratch.nn.conv": {"<module>": "3f0c...", "Conv2d.__init__": "9a1b...", "Conv2d.forward": "cd34..."},
+        ...
+    }
+
+A key is a top-level function (``im2col``) or a method (``Conv2d.forward``, ``Outer.Inner.method``) by its
+qualified name; a lambda, comprehension or nested function belongs to the function or method around it
+(``im2col.<locals>.<lambda>`` to ``im2col``). ``"<module>"`` is the module's code without the bodies of its
+functions and methods: imports, constants, class bodies, decorators, signatures and default values, which
+run on import. A fingerprint hashes tokens, leaving out comments, docstrings and layout: the same on every
+supported Python. ``tests/test_notebooks_conventions.py`` fails when the code of something a lesson ran
+changed or no longer exists, until the lesson is executed again; changing a function the lesson never ran,
+a docstring or a comment leaves the lesson current.
+
+Executing needs Python 3.12+: ``sys.monitoring`` calls back once per code object, so the recording leaves the
+timings the lessons store as they are, where Python 3.11's profile hook ran a small training loop 2.4 times
+slower. ``--check`` runs on every supported Python. The full mode is what a learner gets: ``DLSCRATCH_QUICK``
+is removed from the kernel's environment.
 """
 
 import argparse
@@ -21,29 +37,59 @@ import hashlib
 import io
 import json
 import os
+import platform
 import sys
+import tempfile
 import time
 import tokenize
+from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-# Run in the lesson's kernel after its last cell, then removed: where dlscratch came from, and the
-# dlscratch modules the lesson imported.
-LOADED_MODULES = (
-    "import json as _json, sys as _sys\n"
-    "print(_json.dumps([_sys.modules['dlscratch'].__file__,\n"
-    "                   sorted(n for n in list(_sys.modules) if n == 'dlscratch' or n.startswith('dlscratch.'))]))"
-)
+TRACER = Path(__file__).resolve().parent / "lesson_trace"  # its sitecustomize.py records what runs
+MODULE_CODE = "<module>"  # the unit of a module's code outside its functions' and methods' bodies
+LAYOUT = ("NEWLINE", "INDENT", "DEDENT")  # kept without their text, which is layout
 
 
-def code_fingerprint(path):
-    """A short hash of a Python file's tokens, without comments, docstrings or layout: the same on every
-    supported Python. Indentation and line breaks inside brackets are left out; the ``NEWLINE``,
-    ``INDENT`` and ``DEDENT`` that place a statement are kept, without their text."""
-    source = Path(path).read_text(encoding="utf-8")
+def code_fingerprints(path):
+    """``{unit: fingerprint}`` of a Python file: ``"<module>"`` for its code without the bodies of its functions
+    and methods, and each top-level function and method, by qualified name, for its decorators, signature
+    and body. A fingerprint is a short hash of tokens without comments, docstrings or layout."""
+    return _fingerprints(Path(path).read_text(encoding="utf-8"))
+
+
+@cache
+def _fingerprints(source):
+    """``code_fingerprints`` of a file's text, cached: the check of every lesson reads the same files."""
+    tokens = defaultdict(list, {MODULE_CODE: []})
+    for kind, text, units in _owned_tokens(source):
+        for unit in units:
+            tokens[unit].append((kind, "" if kind in LAYOUT else text))
+    return {unit: hashlib.sha256(json.dumps(kept).encode("utf-8")).hexdigest()[:16]
+            for unit, kept in sorted(tokens.items())}
+
+
+def _owned_tokens(source):
+    """``(kind, text, units)`` of each token that counts, with the units that hold it: a function's body is its
+    function's, its header (decorators and signature) its function's and ``"<module>"``'s, the rest
+    ``"<module>"``'s. ``NEWLINE``, ``INDENT`` and ``DEDENT`` go where the token before them went."""
+    spans = _unit_spans(source)
+    i, units = 0, (MODULE_CODE,)
+    for kind, text, start in _code_tokens(source):
+        if kind not in LAYOUT:
+            while i < len(spans) and spans[i][1] <= start:
+                i += 1
+            units = spans[i][2] if i < len(spans) and spans[i][0] <= start else (MODULE_CODE,)
+        yield kind, text, units
+
+
+def _code_tokens(source):
+    """``(kind, text, start)`` of each token but comments, docstrings, the line breaks of layout (``NL``)
+    and the ``NEWLINE`` that ends a docstring: the same on every supported Python."""
     docstrings = _docstring_spans(source)
-    kept, after_docstring = [], False
+    after_docstring = False
     for kind, text, start, end in _tokens(source):
         if kind in ("COMMENT", "NL", "ENDMARKER"):
             continue
@@ -53,8 +99,42 @@ def code_fingerprint(path):
             after_docstring = False
         else:
             after_docstring = False
-            kept.append((kind, "" if kind in ("NEWLINE", "INDENT", "DEDENT") else text))
-    return hashlib.sha256(json.dumps(kept).encode("utf-8")).hexdigest()[:16]
+            yield kind, text, start
+
+
+def _unit_spans(source):
+    """``[(start, end, units)]``, in order, of the header and of the body of each top-level function and
+    method, as ``(line, column)`` positions that count characters, as ``tokenize`` does."""
+    lines = io.StringIO(source).readlines()
+    spans = []
+    for name, node in top_level_functions(ast.parse(source)):
+        first_line = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
+        body = _char_position(lines, node.body[0].lineno, node.body[0].col_offset)
+        end = _char_position(lines, node.end_lineno, node.end_col_offset)
+        spans += [((first_line, 0), body, (MODULE_CODE, name)), (body, end, (name,))]
+    return sorted(spans)
+
+
+def top_level_functions(node, prefix=""):
+    """``(qualified name, node)`` of each top-level function and method under ``node``, in or out of ``if`` and
+    ``try`` blocks; the functions and classes inside a function are part of it."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield prefix + child.name, child
+        else:
+            inside = f"{prefix}{child.name}." if isinstance(child, ast.ClassDef) else prefix
+            yield from top_level_functions(child, inside)
+
+
+def unit_of(qualname, units):
+    """The unit among ``units`` that holds the code object named ``qualname``: ``f.<locals>.g`` and
+    ``f.<locals>.<lambda>`` are ``f``'s; a class body (``Conv2d``), and what runs in it that is not a method
+    (``Conv2d.<genexpr>``), is ``"<module>"``'s."""
+    parts = qualname.split(".<locals>.")[0].split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in units:
+            return ".".join(parts[:n])
+    return MODULE_CODE
 
 
 def _tokens(source):
@@ -82,14 +162,16 @@ def _docstring_spans(source):
     """``[(start, end)]`` of the module, class and function docstrings, as ``(line, column)`` positions
     that count characters, as ``tokenize`` does (``ast`` counts UTF-8 bytes)."""
     lines = io.StringIO(source).readlines()
-
-    def position(line, byte):
-        return line, len(lines[line - 1].encode("utf-8")[:byte].decode("utf-8"))
-
     documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     docs = [node.body[0] for node in ast.walk(ast.parse(source))
             if isinstance(node, documented) and ast.get_docstring(node, clean=False) is not None]
-    return [(position(d.lineno, d.col_offset), position(d.end_lineno, d.end_col_offset)) for d in docs]
+    return [(_char_position(lines, d.lineno, d.col_offset), _char_position(lines, d.end_lineno, d.end_col_offset))
+            for d in docs]
+
+
+def _char_position(lines, line, byte):
+    """The ``(line, column)`` position, counting characters, of the UTF-8 ``byte`` offset in ``line``."""
+    return line, len(lines[line - 1].encode("utf-8")[:byte].decode("utf-8"))
 
 
 def _source_between(lines, start, end):
@@ -109,48 +191,101 @@ def module_path(name, root=ROOT):
     return None
 
 
-def library_fingerprints(modules, root=ROOT):
-    """``{module: fingerprint}`` for the given module names that are files of this repository."""
-    paths = {name: module_path(name, root) for name in modules}
-    return {name: code_fingerprint(path) for name, path in sorted(paths.items()) if path is not None}
+def module_name(path, root=ROOT):
+    """``dlscratch.nn.conv`` for the file ``<root>/dlscratch/nn/conv.py``, ``dlscratch.nn`` for its ``__init__.py``."""
+    parts = Path(path).resolve().relative_to(root.resolve()).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def stale_modules(notebook, root=ROOT):
-    """The modules whose code changed since ``notebook`` (a dict, as read from JSON) was executed, with
-    why; ``["never executed by tools/execute_lessons.py"]`` when it carries no record."""
+def library_record(ran, root=ROOT):
+    """What to store for a run: ``{module: {unit: fingerprint}}`` of the units that hold the code objects
+    ``ran`` (``(file, qualname)`` pairs), with the ``"<module>"`` of each module they come from."""
+    qualnames = defaultdict(set)
+    for file, qualname in ran:
+        qualnames[file].add(qualname)
+    record = {}
+    for file, names in qualnames.items():
+        fingerprints = code_fingerprints(file)
+        units = {MODULE_CODE} | {unit_of(name, fingerprints) for name in names}
+        record[module_name(file, root)] = {unit: fingerprints[unit] for unit in sorted(units)}
+    return dict(sorted(record.items()))
+
+
+def stale_functions(notebook, root=ROOT):
+    """Why the stored outputs of ``notebook`` (a dict, as read from JSON) may not come from the current library:
+    each recorded unit whose code changed or is gone; ``[]`` when there is none."""
     recorded = notebook.get("metadata", {}).get("dlscratch", {}).get("library")
     if not recorded:
         return ["never executed by tools/execute_lessons.py"]
+    if not all(isinstance(units, dict) for units in recorded.values()):
+        return ["executed by an older tools/execute_lessons.py, which recorded the modules it imported, "
+                "not the functions it ran"]
     problems = []
-    for name, fingerprint in sorted(recorded.items()):
-        path = module_path(name, root)
+    for module, units in recorded.items():
+        path = module_path(module, root)
         if path is None:
-            problems.append(f"{name} (no longer exists)")
-        elif code_fingerprint(path) != fingerprint:
-            problems.append(f"{name} (its code changed)")
+            problems.append(f"{module} (no longer exists)")
+            continue
+        now = code_fingerprints(path)
+        for unit, fingerprint in units.items():
+            if unit not in now:
+                problems.append(f"{module}: {unit} (no longer exists)")
+            elif now[unit] != fingerprint:
+                problems.append(f"{module}: {unit} (its code changed)")
     return problems
 
 
+def kernel_environment(device, trace, root=ROOT):
+    """The environment of a lesson's kernel, which its children inherit: this one in full mode on ``device``,
+    importing ``root``'s library (whatever copy pip installed elsewhere), recording into the folder ``trace``
+    the code of it that runs."""
+    environment = {name: value for name, value in os.environ.items() if name != "DLSCRATCH_QUICK"}
+    paths = [str(TRACER), str(root), *filter(None, [os.environ.get("PYTHONPATH")])]
+    environment.update(DLSCRATCH_DEVICE=device, PYTHONPATH=os.pathsep.join(paths),
+                       DLSCRATCH_TRACE_DIR=str(trace), DLSCRATCH_TRACE_LIBRARY=str(root / "dlscratch"))
+    return environment
+
+
+def read_trace(trace):
+    """The ``(file, qualname)`` pairs that the processes of a run recorded in the folder ``trace``; refuses a
+    run in which one could not record."""
+    unrecorded = sorted(Path(trace).glob("*.unrecorded"))
+    if unrecorded:
+        note = unrecorded[0].read_text(encoding="utf-8").strip()
+        raise SystemExit(f"execute_lessons: a process of the lesson ran unrecorded: {note}")
+    lines = (line for path in Path(trace).glob("*.tsv") for line in path.read_text(encoding="utf-8").splitlines())
+    return {tuple(line.split("\t")) for line in lines}
+
+
 def execute(path, device, timeout):
-    """Execute one lesson in full mode from a fresh kernel and record the fingerprints of what it imported."""
+    """Execute one lesson in full mode from a fresh kernel and store the fingerprints of the library code it ran."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    probe = nbformat.v4.new_code_cell(LOADED_MODULES)
-    nb.cells.append(probe)
-    os.environ.pop("DLSCRATCH_QUICK", None)
-    os.environ["DLSCRATCH_DEVICE"] = device
-    # this checkout's library, whatever copy pip has installed elsewhere
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     where = {"metadata": {"path": str(path.parent)}}  # the kernel starts in notebooks/, as in Jupyter
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=where).execute()
-    origin, modules = json.loads("".join(out.get("text", "") for out in probe.outputs if out.get("name") == "stdout"))
-    if Path(origin).resolve().parent.parent != ROOT:
-        raise SystemExit(f"execute_lessons: {path.name} imported dlscratch from {origin}, not from {ROOT}")
-    nb.cells.remove(probe)
-    nb.metadata["dlscratch"] = {"library": library_fingerprints(modules)}
+    with tempfile.TemporaryDirectory(prefix="lesson-trace-") as trace:
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=where)
+        client.execute(env=kernel_environment(device, trace))
+        record = library_record(read_trace(trace))
+    if "dlscratch" not in record:
+        raise SystemExit(f"execute_lessons: {path.name} ran no code of {ROOT / 'dlscratch'}: "
+                         "its kernel imported dlscratch from another copy")
+    nb.metadata["dlscratch"] = {"library": record}
     nbformat.write(nb, path)
+
+
+def require_sys_monitoring():
+    """Refuse to execute lessons on a Python without ``sys.monitoring`` (3.11 and older), saying why and how."""
+    if sys.version_info < (3, 12):
+        raise SystemExit(
+            f"execute_lessons: executing lessons needs Python 3.12 or newer; this is {platform.python_version()}.\n"
+            "It records which library functions a lesson runs through sys.monitoring, at one call per function;\n"
+            "older Pythons have only a profile hook, which ran a small training loop 2.4 times slower and would\n"
+            "falsify the timings the lessons store. In a Python 3.12+ environment:\n"
+            "    python3.12 -m venv .venv312 && .venv312/bin/pip install -r requirements.txt\n"
+            "    .venv312/bin/python tools/execute_lessons.py\n"
+            "(--check runs on any supported Python.)")
 
 
 def lessons(prefixes):
@@ -162,21 +297,29 @@ def lessons(prefixes):
     return chosen
 
 
+def check(paths):
+    """Print the lessons whose outputs are older than the library, and why; 1 if there is one, else 0."""
+    stale = {p.name: stale_functions(json.loads(p.read_text(encoding="utf-8"))) for p in paths}
+    stale = {name: why for name, why in stale.items() if why}
+    for name, why in stale.items():
+        print(f"{name}: outputs older than the library: {', '.join(why)}")
+    print("every lesson's outputs come from the current library" if not stale else
+          f"re-execute with: python tools/execute_lessons.py {' '.join(n[:2] for n in stale)}")
+    return 1 if stale else 0
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="\n\n".join(__doc__.split("\n\n")[:2]),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="Executing needs Python 3.12+ (sys.monitoring); --check runs on any.")
     parser.add_argument("lessons", nargs="*", help="file-name prefixes of the lessons to run (default: all)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu", "auto"], help="DLSCRATCH_DEVICE (cpu)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell (3600)")
-    parser.add_argument("--check", action="store_true", help="only list the lessons whose outputs are stale")
+    parser.add_argument("--check", action="store_true", help="only list the lessons whose outputs are stale, and why")
     args = parser.parse_args(argv)
     if args.check:
-        stale = {p.name: stale_modules(json.loads(p.read_text(encoding="utf-8"))) for p in lessons(args.lessons)}
-        stale = {name: why for name, why in stale.items() if why}
-        for name, why in stale.items():
-            print(f"{name}: outputs older than the library: {', '.join(why)}")
-        print("every lesson's outputs come from the current library" if not stale else
-              f"re-execute with: python tools/execute_lessons.py {' '.join(n[:2] for n in stale)}")
-        return 1 if stale else 0
+        return check(lessons(args.lessons))
+    require_sys_monitoring()
     for path in lessons(args.lessons):
         start = time.perf_counter()
         execute(path, args.device, args.timeout)
