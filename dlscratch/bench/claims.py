@@ -68,12 +68,12 @@ class Verdict:
 
     def check(self):
         """Print the verdict; raise ``AssertionError`` on a contradiction (and, with
-        ``DLSCRATCH_STRICT_CLAIMS=1``, on an inconclusive verdict). Returns the verdict."""
+        ``DLSCRATCH_STRICT_CLAIMS=1``, on an inconclusive verdict). Returns nothing, so that a cell ending in
+        ``.check()`` shows the printed line only."""
         print(self)
         strict = os.environ.get("DLSCRATCH_STRICT_CLAIMS", "") not in ("", "0")
         if self.contradicted or (strict and not self.holds):
             raise AssertionError(str(self))
-        return self
 
 
 def median_interval(samples, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
@@ -139,23 +139,36 @@ def bounded(claim, samples, at_least=None, at_most=None, load=None, unit="x"):
     return judge(claim, *median_interval(samples), len(samples), at_least, at_most, load, unit)
 
 
+def _from_timeit(times):
+    return hasattr(times, "all_runs") and hasattr(times, "loops")
+
+
 def _seconds(times):
     """Seconds per call from a list of them, or from IPython's ``%timeit -o`` result (one figure per run)."""
-    if hasattr(times, "all_runs") and hasattr(times, "loops"):
+    if _from_timeit(times):
         return [run / times.loops for run in times.all_runs]
     return list(times)
+
+
+def _paired(a, b, paired):
+    """Whether two series of seconds came from the same rounds: as given, else when both have as many figures
+    and neither is a ``%timeit`` result (whose runs all ran before the other's)."""
+    if paired is not None:
+        return paired
+    return len(_seconds(a)) == len(_seconds(b)) and not (_from_timeit(a) or _from_timeit(b))
 
 
 def faster(fast, slow, by=1.0, claim=None, paired=None, load=None):
     """The verdict on "``fast`` is at least ``by`` times faster than ``slow``": ``slow / fast`` >= ``by``.
 
     ``fast`` and ``slow`` are seconds per call, one per round (or ``%timeit -o`` results). Rounds that ran
-    interleaved are ``paired`` (the default when both have as many figures): each round gives one ratio.
-    Otherwise the two medians are resampled apart. Without ``load``, other processes are sampled now."""
+    interleaved are ``paired`` (the default when both have as many figures, unless either is a ``%timeit``
+    result): each round gives one ratio. Otherwise the two medians are resampled apart. Without ``load``, other
+    processes are sampled now."""
+    paired = _paired(fast, slow, paired)
     fast, slow = _seconds(fast), _seconds(slow)
     claim = claim or f"at least {by:g}x faster"
     load = machine.background_load() if load is None else load
-    paired = len(fast) == len(slow) if paired is None else paired
     if paired:
         figures = median_interval([s / f for s, f in zip(slow, fast)])
     else:
@@ -166,10 +179,10 @@ def faster(fast, slow, by=1.0, claim=None, paired=None, load=None):
 def within(a, b, tolerance, claim=None, paired=None, load=None):
     """The verdict on "``a`` and ``b`` take the same time within ``tolerance``" (0.2: either at most 1.2x the
     other), from seconds per call as in ``faster``."""
+    paired = _paired(a, b, paired)
     a, b = _seconds(a), _seconds(b)
     claim = claim or f"within {tolerance:.0%} of each other"
     load = machine.background_load() if load is None else load
-    paired = len(a) == len(b) if paired is None else paired
     figures = median_interval([y / x for x, y in zip(a, b)]) if paired else ratio_interval(b, a)
     return judge(claim, *figures, min(len(a), len(b)), at_least=1 / (1 + tolerance), at_most=1 + tolerance,
                  load=load)
