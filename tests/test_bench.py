@@ -676,7 +676,8 @@ class TestTorchDevice:
         hide_torch(monkeypatch)
         pt = torch_device.choose()
         assert pt == NO_TORCH and not pt.runs
-        assert pt.header == "PyTorch is not importable here: no PyTorch rows"
+        assert pt.header == ("PyTorch is not importable here: no PyTorch rows; "
+                             "pip install torch adds them (README.md, Benchmarks)")
 
     def test_cudnn_versions_in_words(self):
         assert torch_device.cudnn_words(91900) == "cuDNN 9.19.0"
@@ -923,7 +924,8 @@ class TestMlp:
         assert lines[1].endswith("(target faster than PyTorch: NOT met)")
         assert "holds in 3 of 4 rounds (target within 1.3x of PyTorch: met)" in lines[2]
         assert mlp.summary({}, quick=False, pt=NO_TORCH) == [
-            "PyTorch is not importable here: no reference rows, targets not judged"]
+            "PyTorch is not importable here: no reference rows, targets not judged; "
+            "pip install torch adds them (README.md, Benchmarks)"]
 
     def test_ratio_column_is_the_median_of_paired_rounds(self, monkeypatch):
         """Each round's dlscratch time is divided by PyTorch's from the same round, not median by median."""

@@ -2,10 +2,12 @@
 im2col, batch-last transpose and conv input gradient equal their one-thread results."""
 
 import os
-import signal
+import subprocess
+import sys
 import threading
-import time
+from pathlib import Path
 
+import fork_scenarios
 import numpy as np
 import pytest
 
@@ -90,44 +92,13 @@ def test_threaded_conv_gradients_equal_one_thread(monkeypatch):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork exists only on POSIX systems")
-def test_a_forked_child_gets_threads_of_its_own(always_threaded):
-    both_started = threading.Barrier(2, timeout=10)
-    threads.in_parts(lambda a, b: both_started.wait(), 2, numbers=10**9)  # the parent's pool: two idle threads
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child inherits the pool without its threads; reusing it would wait forever
-        seen = []
-        threads.in_parts(lambda a, b: seen.extend(range(a, b)), 4, numbers=10**9)
-        os.write(write, bytes(sorted(seen)))
-        os._exit(0)
-    os.close(write)
-    deadline = time.monotonic() + 10
-    while os.waitpid(pid, os.WNOHANG) == (0, 0):
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child hung on the parent's thread pool")
-        time.sleep(0.01)
-    assert os.read(read, 16) == bytes([0, 1, 2, 3])
-
-
-def test_a_fork_sees_no_copy_threads_and_both_sides_copy_again(always_threaded):
-    """The copy threads stop before os.fork(): the child starts single-threaded (no lock held by a
-    thread that does not exist there) and both processes start new threads at their next copy."""
-    x = np.random.default_rng(2).standard_normal((4, 3, 8, 8)).astype(np.float32)
-    expected = np.ascontiguousarray(x.transpose(1, 2, 3, 0))
-    to_batch_last(x)  # the threads are running now
-    assert any(t.name.startswith("dlscratch-copy") for t in threading.enumerate())
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report, then leave without running pytest's teardown
-        ok = not any(t.name.startswith("dlscratch-copy") for t in threading.enumerate())
-        ok = ok and np.array_equal(to_batch_last(x), expected)
-        os.write(write, b"ok" if ok else b"no")
-        os._exit(0)
-    os.close(write)
-    _, status = os.waitpid(pid, 0)
-    assert os.read(read, 2) == b"ok" and os.waitstatus_to_exitcode(status) == 0
-    os.close(read)
-    assert np.array_equal(to_batch_last(x), expected)  # the parent copies in threads again
-    assert any(t.name.startswith("dlscratch-copy") for t in threading.enumerate())
+@pytest.mark.parametrize("scenario", sorted(fork_scenarios.SCENARIOS))
+def test_forks_in_a_fresh_process(scenario):
+    """Each scenario of tests/fork_scenarios.py (a forked child gets copy threads of its own; a fork sees no
+    copy thread and both sides copy again) in a fresh Python, where no other thread runs: forking this
+    process, whose other tests leave threads running, would be unsafe whatever dlscratch does."""
+    root = str(Path(dlscratch.__file__).parent.parent)  # the child imports the dlscratch under test
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, fork_scenarios.__file__, scenario], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stdout + done.stderr

@@ -15,9 +15,9 @@ Ids are ``exercise-NN-M-statement``, ``-solution``, ``-check`` and ``-answer``: 
 keeps its number. Running the tool again rewrites the same metadata; outputs are left as they are.
 """
 
+import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -74,12 +74,15 @@ def add_metadata(path):
     path.write_text(text, encoding="utf-8")
 
 
-def main(prefixes):
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("lessons", nargs="*", help="file-name prefixes of the lessons to rewrite (default: all)")
+    prefixes = tuple(parser.parse_args(argv).lessons)
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        if not prefixes or path.name.startswith(tuple(prefixes)):
+        if not prefixes or path.name.startswith(prefixes):
             add_metadata(path)
             print(f"{path.name}: nbgrader metadata written")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -4,8 +4,8 @@
                                                 # (exit status 1 when a count is off)
     python tools/calibrate_ledger.py --sites    # and each workload's top call sites
 
-CUPTI counted the kernels, memsets and copies of five training steps of the library at commit 8262fe3 on an
-H100 (``gpu-runs/2026-11-25/profile-dlscratch.log``; the figures are in ``dlscratch/bench/workloads.py``).
+CUPTI counted the kernels, memsets and copies of five training steps of the library at commit 8262fe3 on one
+NVIDIA H100 (PyTorch 2.11's profiler, 2026-11-25; the figures are in ``dlscratch/bench/workloads.py``).
 This tool extracts that commit's ``dlscratch/`` into a temporary folder (``git archive``: it needs the
 repository's history), lays today's ledger and stand-in over it (``OVERLAY``), and counts the same five
 steps there in a fresh Python, on the strict CuPy stand-in. A count is calibrated when it is within 10% of
@@ -26,9 +26,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-from dlscratch.bench.timing import format_table
-from dlscratch.bench.workloads import CATEGORIES, WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
 COMMIT = "8262fe3"
@@ -105,6 +102,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(args.sites)
+    from dlscratch.bench.timing import format_table  # imported after the arguments, so that --help is quick
+    from dlscratch.bench.workloads import WORKLOADS
+
     if not has_commit():
         sys.exit(f"commit {COMMIT} is not in this repository's history (a shallow clone?): "
                  "fetch it with `git fetch --unshallow`")
@@ -124,6 +124,7 @@ def child(sites):
     """Count each workload's steps with the old library and print the counts as one line of JSON."""
     import dlscratch
     from dlscratch import backend
+    from dlscratch.bench.workloads import CATEGORIES, WORKLOADS
 
     if not dlscratch.__file__.startswith(os.environ["PYTHONPATH"]):
         raise RuntimeError(f"imported the wrong dlscratch: {dlscratch.__file__}")

@@ -11,6 +11,7 @@ cells' outputs are kept. The "Open in Colab" links point at the student edition.
 fails when ``student/`` is not what this tool writes from the lessons as they are.
 """
 
+import argparse
 import json
 import re
 import sys
@@ -94,8 +95,11 @@ def stale():
     return sorted(wrong + extra)
 
 
-def main(argv):
-    if "--check" in argv:
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing: list the files that are out of date; exit 1 if any is")
+    if parser.parse_args(argv).check:
         out_of_date = stale()
         for path in out_of_date:
             print(f"out of date: {path.relative_to(ROOT)}")
@@ -108,4 +112,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

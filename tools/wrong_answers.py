@@ -10,7 +10,12 @@ chance: the answer computes the right values through dlscratch instead of by its
 ``GPU_ONLY`` names the mistakes that are only wrong on a GPU (a NumPy array where the data's module was meant):
 on NumPy they compute the right thing, so the proof expects them to fail only on CuPy or on the strict CuPy
 stand-in (``DLSCRATCH_STRICT_GPU=1``), and to pass on NumPy.
+
+    python tools/wrong_answers.py           # every exercise's known-wrong answers, by name
+    python tools/wrong_answers.py 04 07     # those of the lessons whose numbers start with these
 """
+
+import argparse
 
 WRONG = {
     "00-1": [
@@ -518,3 +523,25 @@ GPU_ONLY = {
     ("04-2", "the buffer made with np"),
     ("09-2", "the mask left on the CPU"),
 }
+
+
+def mistakes(prefixes=()):
+    """``["NN-M: mistake", ...]`` for the exercises whose lesson number starts with one of ``prefixes`` (all
+    when empty), GPU-only mistakes marked."""
+    lines = []
+    for exercise, answers in WRONG.items():
+        if not prefixes or exercise.startswith(prefixes):
+            for mistake, _ in answers:
+                gpu = " (wrong only on a GPU or the strict stand-in)" if (exercise, mistake) in GPU_ONLY else ""
+                lines.append(f"{exercise}: {mistake}{gpu}")
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("lessons", nargs="*", help="lesson-number prefixes of the exercises to list (default: all)")
+    print("\n".join(mistakes(tuple(parser.parse_args(argv).lessons))))
+
+
+if __name__ == "__main__":
+    main()

@@ -26,6 +26,8 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m dlscratch.bench",
         description="Run a dlscratch benchmark suite and print its table.",
+        epilog="The distributed suite runs under MPI, one BLAS thread per rank: "
+               "OMP_NUM_THREADS=1 mpiexec -n 2 python -m dlscratch.bench distributed",
     )
     parser.add_argument("suite", choices=sorted(SUITES), help="the suite to run: %(choices)s")
     parser.add_argument("--repeat", type=_positive_int, help="timed repeats of each variant (default: the suite's)")

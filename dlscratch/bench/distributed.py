@@ -3,19 +3,26 @@
     OMP_NUM_THREADS=1 mpiexec -n 2 python -m dlscratch.bench distributed   # one BLAS thread per rank
 
 For each k from 1 to the number of processes started, the first k ranks train the MLP 784-1000-10 with
-``DistributedDataParallel`` at a global batch of 128 (128 / k per rank), SGD with momentum, and the table
-gives per step: the median time, the time of one all-reduce of the gradients' bytes alone (MPI's
-``Allreduce`` on a float32 array of that size), the bytes each rank sends into it, and the samples per
-second. Where PyTorch is importable, ``torch.nn.parallel.DistributedDataParallel`` on the gloo backend
-runs the same step on the same ranks, in the same run.
+``DistributedDataParallel`` at a global batch of 128 (128 / k per rank), SGD with momentum. The numbers of
+ranks take turns for ``ROUNDS`` rounds, so that a slow spell of a shared machine hits them all; a round's
+figure is the median of ``repeat`` steps. Per number of ranks the table gives the median step over the
+rounds and the fastest and slowest round, the time of one all-reduce of the gradients' bytes alone (MPI's
+``Allreduce`` on a float32 array of that size, median over the rounds), the bytes each rank sends into it,
+and the samples per second at the median step. Where PyTorch is importable,
+``torch.nn.parallel.DistributedDataParallel`` on the gloo backend runs the same step on the same ranks, in
+the same rounds.
 
-Data parallel pays when a rank's share of the computation shrinks faster than the all-reduce grows:
-on a machine with fewer cores than ranks, the ranks only take turns.
+The last lines compare k ranks with one, round by round: the speed-up of each round (one rank's step over
+k ranks' step in that round), their median and range, and in how many rounds k ranks were faster. They claim
+nothing more: data parallel pays when a rank's share of the computation shrinks faster than the all-reduce
+grows, and on a machine with fewer cores than ranks, or cores that wait on one memory bus, it may not.
 """
 
 import os
 import socket
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy
 
@@ -26,68 +33,46 @@ from ..functions.loss import cross_entropy
 from ..tensor import Tensor
 from .timing import format_table, median
 
-SIZES, GLOBAL_BATCH, REPEAT = (784, 1000, 10), 128, 20
-QUICK_SIZES, QUICK_BATCH, QUICK_REPEAT = (20, 16, 10), 8, 2
-HEADERS = ["ranks", "batch per rank", "framework", "ms/step", "all-reduce ms", "MB per step", "samples/s"]
+SIZES, GLOBAL_BATCH, REPEAT, ROUNDS = (784, 1000, 10), 128, 20, 5
+QUICK_SIZES, QUICK_BATCH, QUICK_REPEAT, QUICK_ROUNDS = (20, 16, 10), 8, 2, 2
+HEADERS = ["ranks", "batch per rank", "framework", "median ms/step", "fastest-slowest", "all-reduce ms", "MB per step",
+           "samples/s"]
+COMMAND = "OMP_NUM_THREADS=1 mpiexec -n 2 python -m dlscratch.bench distributed"
 
 
 def mlp(sizes):
+    """A dlscratch MLP of ``sizes`` (784, 1000, 10): Linear and ReLU layers, no ReLU after the last."""
     layers = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
         layers += [nn.Linear(n_in, n_out), nn.ReLU()]
     return nn.Sequential(*layers[:-1])
 
 
-def step_times(comm, sizes, batch, repeat):
-    """Median seconds of a DDP step on the ranks of ``comm``, and the gradients' bytes per rank."""
-    manual_seed(0)
-    model = distributed.DistributedDataParallel(mlp(sizes))
+def ddp_step(comm, sizes, batch):
+    """A DDP training step on the ranks of ``comm``, warmed up: ``(step, gradient bytes per rank)``."""
+    with process_group.using(comm):
+        manual_seed(0)
+        model = distributed.DistributedDataParallel(mlp(sizes))
     optimizer = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = numpy.random.default_rng(comm.Get_rank())
     x = Tensor(backend.xp.asarray(rng.random((batch, sizes[0]), dtype=numpy.float32)))
     y = Tensor(backend.xp.asarray(rng.integers(0, sizes[-1], size=batch)))
 
     def step():
-        optimizer.zero_grad()
-        cross_entropy(model(x), y).backward()
-        optimizer.step()
+        with process_group.using(comm):
+            optimizer.zero_grad()
+            cross_entropy(model(x), y).backward()
+            optimizer.step()
         backend.synchronize()
 
     step()
-    times = []
-    for _ in range(repeat):
-        comm.Barrier()
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    nbytes = sum(p.data.nbytes for p in model.parameters())
-    return median(times), nbytes
+    return step, sum(p.data.nbytes for p in model.parameters())
 
 
-def allreduce_time(comm, nbytes, repeat):
-    """Median seconds of one in-place all-reduce of ``nbytes`` of float32 on ``comm``."""
-    from mpi4py import MPI
+def torch_ddp_step(group, sizes, batch):
+    """PyTorch's DDP (gloo) training step on the ranks of ``group``, warmed up."""
+    import torch
 
-    buffer = numpy.ones(nbytes // 4, dtype=numpy.float32)
-    times = []
-    for _ in range(repeat + 1):
-        comm.Barrier()
-        start = time.perf_counter()
-        comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
-        times.append(time.perf_counter() - start)
-    return median(times[1:])
-
-
-def torch_step_time(k, rank, sizes, batch, repeat):
-    """Median seconds of PyTorch's DDP (gloo) step on ranks 0..k-1, or None without PyTorch."""
-    try:
-        import torch
-        import torch.distributed as tdist
-    except ImportError:
-        return None
-    group = tdist.new_group(list(range(k)))  # every rank must take part in making each group
-    if rank >= k:
-        return None
     torch.manual_seed(0)
     layers = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
@@ -102,13 +87,62 @@ def torch_step_time(k, rank, sizes, batch, repeat):
         optimizer.step()
 
     step()
+    return step
+
+
+def allreduce(comm, nbytes):
+    """One in-place all-reduce of ``nbytes`` of float32 on ``comm``, as a function of no arguments."""
+    from mpi4py import MPI
+
+    buffer = numpy.ones(nbytes // 4, dtype=numpy.float32)
+    return lambda: comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+
+
+def median_seconds(fn, barrier, repeat):
+    """Median seconds of ``repeat`` calls of ``fn`` after one untimed call, each call started together on every
+    rank of the group (``barrier()``)."""
+    fn()
     times = []
     for _ in range(repeat):
-        tdist.barrier(group)
+        barrier()
         start = time.perf_counter()
-        step()
+        fn()
         times.append(time.perf_counter() - start)
     return median(times)
+
+
+@dataclass
+class Ranks:
+    """The first ``k`` ranks of the world training together. On the other ranks the functions are None."""
+
+    k: int
+    batch: int  # per rank
+    nbytes: int = 0  # the gradients' bytes each rank sends into an all-reduce
+    step: Callable | None = None
+    allreduce: Callable | None = None
+    barrier: Callable | None = None
+    torch_step: Callable | None = None
+    torch_barrier: Callable | None = None
+
+
+def set_up(k, rank, sizes, batch, with_torch):
+    """Every rank's part in ``Ranks`` of ``k``: the MPI communicator and the models of the first ``k`` ranks,
+    and PyTorch's group (every rank must take part in making each)."""
+    from mpi4py import MPI
+
+    ranks = Ranks(k, batch // k)
+    part = MPI.COMM_WORLD.Split(0 if rank < k else MPI.UNDEFINED, rank)
+    if rank < k:
+        ranks.step, ranks.nbytes = ddp_step(part, sizes, ranks.batch)
+        ranks.allreduce, ranks.barrier = allreduce(part, ranks.nbytes), part.Barrier
+    if with_torch:
+        import torch.distributed as tdist
+
+        group = tdist.new_group(list(range(k)))
+        if rank < k:
+            ranks.torch_step = torch_ddp_step(group, sizes, ranks.batch)
+            ranks.torch_barrier = lambda: tdist.barrier(group)
+    return ranks
 
 
 def start_torch(world, rank):
@@ -140,6 +174,49 @@ def _wait_without_spinning(comm, interval=0.001):
         time.sleep(interval)
 
 
+def one_round(configurations, repeat):
+    """Each configuration's turn: ``{(k, "dlscratch" | "PyTorch (gloo)" | "all-reduce"): median seconds}`` of
+    this rank's steps (the ranks outside a configuration wait, sleeping)."""
+    from mpi4py import MPI
+
+    seconds = {}
+    for ranks in configurations:
+        for name, fn, barrier in [("dlscratch", ranks.step, ranks.barrier),
+                                  ("all-reduce", ranks.allreduce if ranks.k > 1 else None, ranks.barrier),
+                                  ("PyTorch (gloo)", ranks.torch_step, ranks.torch_barrier)]:
+            if fn is not None:
+                seconds[ranks.k, name] = median_seconds(fn, barrier, repeat)
+            _wait_without_spinning(MPI.COMM_WORLD)
+    return seconds
+
+
+def rows(configurations, rounds, global_batch):
+    """The table's rows: per configuration and framework, the median over ``rounds`` (a list of ``one_round``
+    results) and the fastest and slowest round, in milliseconds."""
+    table = []
+    for ranks in configurations:
+        megabytes = ranks.nbytes / 2**20 if ranks.k > 1 else 0.0
+        reduce_ms = median([r[ranks.k, "all-reduce"] for r in rounds]) * 1e3 if ranks.k > 1 else 0.0
+        for framework in ("dlscratch", "PyTorch (gloo)"):
+            if (ranks.k, framework) not in rounds[0]:
+                continue
+            times = [r[ranks.k, framework] for r in rounds]
+            table.append([ranks.k, ranks.batch, framework, f"{median(times) * 1e3:.2f}",
+                          f"{min(times) * 1e3:.2f}-{max(times) * 1e3:.2f}",
+                          f"{reduce_ms:.2f}" if framework == "dlscratch" else "-", f"{megabytes:.2f}",
+                          f"{global_batch / median(times):.0f}"])
+    return table
+
+
+def speedups(rounds, k, framework):
+    """One line on ``k`` ranks against one for ``framework``: the speed-up of each round (one rank's step over
+    ``k`` ranks' step in the same round), their median and range, and how many rounds ``k`` ranks won."""
+    each = [r[1, framework] / r[k, framework] for r in rounds]
+    faster = sum(s > 1 for s in each)
+    return (f"{framework}, {k} ranks against 1: speed-up {median(each):.2f}x (median of {len(each)} rounds; "
+            f"{min(each):.2f}x to {max(each):.2f}x), {k} ranks faster in {faster} of {len(each)} rounds")
+
+
 def run(repeat=None, quick=False):
     """Measure 1..N ranks; rank 0 prints the table and returns ``(headers, rows)`` (other ranks: rows empty)."""
     from mpi4py import MPI
@@ -148,38 +225,25 @@ def run(repeat=None, quick=False):
     world, rank = MPI.COMM_WORLD.Get_size(), MPI.COMM_WORLD.Get_rank()
     sizes, batch = (QUICK_SIZES, QUICK_BATCH) if quick else (SIZES, GLOBAL_BATCH)
     repeat = repeat or (QUICK_REPEAT if quick else REPEAT)
+    rounds = QUICK_ROUNDS if quick else ROUNDS
     with_torch = start_torch(world, rank)
     if rank == 0:
         print(f"distributed: MLP {'-'.join(map(str, sizes))}, global batch {batch}, SGD momentum, "
-              f"{world} process(es) started, {os.cpu_count()} CPU cores; median of {repeat} steps")
+              f"{world} process(es) started, {os.cpu_count()} CPU cores; {rounds} rounds, the numbers of ranks "
+              f"taking turns; a round's figure is the median of {repeat} steps")
         if world > 1 and not any(os.environ.get(name) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
             print("note: each rank's BLAS may use every core, so the ranks compete for them; start with "
                   "OMP_NUM_THREADS=1 (or cores / ranks) to give each rank its own")
-    rows = []
-    for k in range(1, world + 1):
-        if batch % k:
-            continue
-        part = MPI.COMM_WORLD.Split(0 if rank < k else MPI.UNDEFINED, rank)
-        mine = None
-        if rank < k:
-            with process_group.using(part):
-                seconds, nbytes = step_times(part, sizes, batch // k, repeat)
-                reduce_seconds = allreduce_time(part, nbytes, repeat) if k > 1 else 0.0
-            mine = (seconds, reduce_seconds, nbytes)
-            part.Free()
-        theirs = torch_step_time(k, rank, sizes, batch // k, repeat) if with_torch else None
-        _wait_without_spinning(MPI.COMM_WORLD)
-        mine = MPI.COMM_WORLD.bcast(mine, root=0)
-        theirs = MPI.COMM_WORLD.bcast(theirs, root=0)
-        seconds, reduce_seconds, nbytes = mine
-        megabytes = nbytes / 2**20 if k > 1 else 0.0
-        rows.append([k, batch // k, "dlscratch", f"{seconds * 1e3:.2f}", f"{reduce_seconds * 1e3:.2f}",
-                     f"{megabytes:.2f}", f"{batch / seconds:.0f}"])
-        if theirs is not None:
-            rows.append([k, batch // k, "PyTorch (gloo)", f"{theirs * 1e3:.2f}", "-", f"{megabytes:.2f}",
-                         f"{batch / theirs:.0f}"])
-    if rank == 0:
-        print(format_table(HEADERS, rows))
-        if world == 1:
-            print("one process: start it as `mpiexec -n 2 python -m dlscratch.bench distributed` to compare ranks")
-    return HEADERS, rows if rank == 0 else []
+    configurations = [set_up(k, rank, sizes, batch, with_torch) for k in range(1, world + 1) if batch % k == 0]
+    _wait_without_spinning(MPI.COMM_WORLD)
+    measured = [one_round(configurations, repeat) for _ in range(rounds)]
+    if rank != 0:
+        return HEADERS, []
+    table = rows(configurations, measured, batch)
+    print(format_table(HEADERS, table))
+    frameworks = ["dlscratch"] + (["PyTorch (gloo)"] if with_torch else [])
+    for ranks in configurations[1:]:
+        print("\n".join(speedups(measured, ranks.k, framework) for framework in frameworks))
+    if world == 1:
+        print(f"one process: start it as `{COMMAND}` to compare ranks")
+    return HEADERS, table

@@ -226,7 +226,9 @@ def summary(ratios, quick, pt):
     if quick:
         return ["quick mode: tiny models, a smoke test, not a measurement"]
     if not ratios:
-        return [torch_device.unjudged(pt) if pt.gpu else f"{pt.missing}: no reference rows, targets not judged"]
+        if pt.gpu:
+            return [torch_device.unjudged(pt)]
+        return [f"{pt.missing}: no reference rows, targets not judged; {torch_device.INSTALL_HINT}"]
     lines = []
     for (model, batch), paired in ratios.items():
         if batch in (1, 8):

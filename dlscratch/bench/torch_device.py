@@ -13,7 +13,8 @@ dlscratch's and hands the suites everything they need for it:
 CUDA calls return before the GPU has done the work, so on CUDA ``timed(fn)`` ends every call with
 ``torch.cuda.synchronize()``, as dlscratch's own GPU timings end with ``backend.synchronize()``. When
 dlscratch runs on the GPU and PyTorch has no CUDA, there are no PyTorch rows and nothing is judged:
-PyTorch on the CPU would be no comparison. PyTorch is never a dependency: without it, no rows either.
+PyTorch on the CPU would be no comparison. PyTorch is never a dependency: without it, no rows either, and the
+header says how to install it.
 """
 
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from .. import backend
 from .timing import torch_available
 
 NOT_IMPORTABLE = "PyTorch is not importable here"
+#: what gets the PyTorch rows where it is not importable; README.md's "Benchmarks" says which build to install
+INSTALL_HINT = "pip install torch adds them (README.md, Benchmarks)"
 NO_CUDA = "PyTorch has no CUDA here"
 NOTHING_JUDGED = "nothing judged"
 
@@ -90,7 +93,7 @@ def absent(missing, gpu):
     if missing == NO_CUDA:
         header = f"{NO_CUDA}: {NOTHING_JUDGED} (dlscratch runs on the GPU; PyTorch on the CPU would be no comparison)"
     else:
-        header = f"{missing}: no PyTorch rows"
+        header = f"{missing}: no PyTorch rows; {INSTALL_HINT}"
     return TorchDevice(None, "PyTorch", header, missing=missing, gpu=gpu)
 
 

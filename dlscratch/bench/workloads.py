@@ -1,14 +1,15 @@
-"""The five training steps of the GPU profile (``gpu-runs/2026-11-25/``), and what CUPTI counted in each.
+"""The five training steps of the GPU profile (one NVIDIA H100, PyTorch 2.11, 2026-11-25), and what CUPTI counted.
 
 Each builder returns ``step()``, one full training step on the current backend; ``quick=True`` gives the
 same step on tiny sizes. The launches suite counts them with ``backend.ledger()``, and
 ``tools/calibrate_ledger.py`` runs this module on commit 8262fe3's library (the code that was profiled),
 so it uses only API that existed there.
 
-The counts per step are CUPTI's, through ``torch.profiler``, on one H100: ``PYTORCH`` for eager PyTorch
-(``profile-pytorch.log``), ``CUPTI_8262FE3`` for dlscratch at commit 8262fe3 (``profile-dlscratch.log``;
-``waits`` there are its ``cudaStreamSynchronize`` calls). Keys are the ledger's attribute names; a
-category that is absent was counted as 0.
+The counts per step are CUPTI's, through ``torch.profiler``, in that run (one NVIDIA H100 80GB, PyTorch 2.11.0
+with CUDA 13, 2026-11-25), copied here from its logs, which are not part of the repository: ``Workload.pytorch``
+for eager PyTorch, ``Workload.cupti_8262fe3`` for dlscratch at commit 8262fe3 (``waits`` there are its
+``cudaStreamSynchronize`` calls). Keys are the ledger's attribute names; a category that is absent was counted
+as 0.
 """
 
 from collections.abc import Callable
