@@ -2,7 +2,7 @@
 
 Written with ``out=`` (``optim.py``), Adam's update is still about a dozen array operations per
 parameter, and on a GPU each is a kernel launch of 10-25 µs of host time: 130 of the 143 kernels of a
-small CNN's Adam step (``../shared/gpu-runs/2026-11-25/profile-dlscratch.log``). Here each rule is one
+small CNN's Adam step (CUPTI's count in the GPU run of 2026-11-25, one NVIDIA H100). Here each rule is one
 ``ElementwiseKernel``: every thread reads one element of the gradient, the parameter and the old state,
 writes that element of the new state, and subtracts the step from the parameter in place. One launch
 per parameter, whatever the rule.
