@@ -23,6 +23,7 @@ def key_of(name):
     return next(key for key in {**BUDGET, **REACHED} if name.startswith(key))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload", WORKLOADS, ids=lambda w: key_of(w.name).strip())
 def test_a_fast_training_step_never_waits_and_keeps_to_its_budget(stand_in, fast_path, workload):
     step = workload.build()

@@ -41,6 +41,7 @@ def old_counts():
     return calibration.calibrate()[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workload", WORKLOADS, ids=[w.name.split(",")[0] for w in WORKLOADS])
 def test_the_ledger_counts_what_cupti_counted_at_8262fe3(old_counts, workload):
     counted = old_counts[workload.name]

@@ -237,6 +237,7 @@ def _pythons():
     return found
 
 
+@pytest.mark.slow
 def test_fingerprints_are_the_same_on_every_supported_python():
     pythons = _pythons()
     versions = sorted({f"{major}.{minor}" for major, minor in pythons.values()})
