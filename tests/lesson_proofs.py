@@ -1,6 +1,5 @@
-"""Each lesson's exercise proof (``tools/prove_exercises.py``), run once per test session and shared by the tests
-that read it: the proofs' own asserts (``test_exercise_proofs.py``), and nbgrader's grading of the notebooks the
-NumPy proof executed (``test_nbgrader.py``), so that a lesson runs once on NumPy for both."""
+"""Each lesson's exercise proof (``tools/prove_exercises.py``), run once per test session and device, with the
+notebooks it executed kept for the session (the solutions' run, and the stubs' outputs at every check)."""
 
 import atexit
 import functools

@@ -1,7 +1,7 @@
 """Every exercise's check is proven (tools/prove_exercises.py): the solution passes, the stub and every known-wrong
 answer (tools/wrong_answers.py) fail on NumPy; on the strict CuPy stand-in the whole lesson runs, the solutions
 pass, and the stubs and the mistakes that only a GPU exposes (``GPU_ONLY``) fail. Slow: each lesson runs once per
-device in a kernel of its own (marked ``exercises``); nbgrader grades the NumPy run (tests/test_nbgrader.py)."""
+device in a kernel of its own (marked ``exercises``)."""
 
 import pytest
 from lesson_proofs import DEVICES, proof
