@@ -14,10 +14,10 @@ Which wrong answers run depends on where: on NumPy and on a real GPU, every one;
 those that are wrong only on a GPU (``GPU_ONLY``), since the others compute with NumPy there just as they do
 on NumPy (``--every-variant`` runs them all there too). The rest of the lesson runs on the stand-in all the same.
 
-``--executed FOLDER`` also writes the two notebooks the run produced, as nbgrader would grade them:
-``<lesson>.solution.ipynb`` (every cell's outputs, the solutions' at the exercises) and ``<lesson>.stub.ipynb``
-(the stubs in the solution cells, and the outputs the stubs gave their checks), so that nbgrader can grade
-this run's outputs instead of executing the lesson twice more (``tests/test_nbgrader.py``).
+``--executed FOLDER`` also writes the two notebooks the run produced: ``<lesson>.solution.ipynb`` (every cell's
+outputs, the solutions' at the exercises) and ``<lesson>.stub.ipynb`` (the stubs in the solution cells, and the
+outputs the stubs gave their checks). They are not what nbgrader would grade: each check ran after the stub's and
+the wrong answers' code, so a framework exercise's check may warn on reloading the learner's file.
 """
 
 import argparse
