@@ -23,6 +23,17 @@ class KernelFault(RuntimeError):
     """A kernel thread did something the GPU would not catch: an out-of-bounds access, a race, ..."""
 
 
+class AmbiguousForCuda(UnsupportedKernelCode):
+    """C that NumPy's type rules would run but CUDA's compiler (NVRTC) rejects as ambiguous: a ``?:`` whose
+    branches are float16 and another type (CuPy's float16 converts to and from each), ``min``/``max`` of two
+    integer types that no CUDA overload takes (``max(ptrdiff_t, int)``). Found at the first launch, when the
+    types are known, as CuPy compiles a kernel at its first call for the types of that call."""
+
+
+#: the mixed integer pairs that CUDA's math_functions.hpp declares ``min``/``max`` for: same width, one unsigned
+_MIXED_MIN_MAX = {frozenset({"int32", "uint32"}), frozenset({"int64", "uint64"})}
+
+
 # --- execution: every thread at once ----------------------------------------------------------------------------
 
 _MATH = {  # name -> (NumPy function, number of arguments)
@@ -253,6 +264,11 @@ class Run:
             condition = self.truth(node[1], threads)
             yes, yes_type = self.value(node[2], threads[condition])
             no, no_type = self.value(node[3], threads[~condition])
+            if yes_type != no_type and "float16" in (yes_type.name, no_type.name):
+                raise AmbiguousForCuda(
+                    f"kernel {self.kernel.name!r}: ambiguous \"?\" operation: its branches are {yes_type.name} and "
+                    f"{no_type.name}, and CuPy's float16 converts to and from the other, so NVRTC rejects it; cast "
+                    "one branch (T(x)) or write if/else")
             dtype = arithmetic_type(yes_type, no_type)
             values = numpy.empty(threads.shape, dtype)
             values[condition], values[~condition] = convert((yes, yes_type), dtype), convert((no, no_type), dtype)
@@ -452,6 +468,11 @@ class Run:
             return numpy.abs(convert((x, None), dtype)), dtype
         if len(values) != 2:
             raise UnsupportedKernelCode(f"{self.where(line)}: {name} takes 2 arguments")
+        first, second = (promote_integer(v[1]) for v in values)
+        if (first.kind in "iu" and second.kind in "iu" and first != second
+                and frozenset({first.name, second.name}) not in _MIXED_MIN_MAX):
+            raise AmbiguousForCuda(f"{self.where(line)}: {name}({first.name}, {second.name}): no CUDA overload takes "
+                                   "these two integer types, so NVRTC rejects the call as ambiguous; cast one argument")
         dtype = arithmetic_type(values[0][1], values[1][1])
         a, b = (convert(v, dtype) for v in values)
         return (numpy.fmin if name == "min" else numpy.fmax)(a, b), dtype

@@ -16,7 +16,9 @@ learner without a GPU can write a kernel and test it:
 Index arithmetic is exact; float results match the GPU's within a few units in the last place (NumPy's and
 CUDA's ``tanh`` differ there): ``FLOAT_RTOL`` and ``FLOAT_ATOL`` state the tolerance the tests use. A thread
 that reads or writes outside a raw array, divides an integer by zero or races another thread raises
-``KernelFault`` naming the kernel, the thread and the place: the GPU would not say.
+``KernelFault`` naming the kernel, the thread and the place: the GPU would not say. What NumPy's type rules
+would run but CUDA's compiler rejects as ambiguous (a ``?:`` with float16 and float branches, ``max`` of
+``ptrdiff_t`` and ``int``) raises ``AmbiguousForCuda`` at the first launch, when the types are known.
 
 The stand-in computes on the CPU with NumPy passes, tens of nanoseconds per thread and operation. A launch of
 more than ``FULL_RUN_THREADS`` threads whose kernel has a NumPy *twin* (``backend.elementwise_kernel(...,
@@ -29,9 +31,9 @@ import numpy
 
 from . import ledger
 from .strict_kernel_parser import Parser, UnsupportedKernelCode
-from .strict_kernel_threads import KernelFault, Raw, Run, Variable, convert
+from .strict_kernel_threads import AmbiguousForCuda, KernelFault, Raw, Run, Variable, convert
 
-__all__ = ["ElementwiseKernel", "KernelFault", "UnsupportedKernelCode", "FULL_RUN_THREADS"]
+__all__ = ["AmbiguousForCuda", "ElementwiseKernel", "KernelFault", "UnsupportedKernelCode", "FULL_RUN_THREADS"]
 
 # --- the kernel -------------------------------------------------------------------------------------------------
 

@@ -87,3 +87,36 @@ def test_an_error_in_a_later_update_launches_no_fused_kernel(stand_in, fast_path
     for i, s in opt.state_dict()["state"].items():
         for k, v in s.items():
             np.testing.assert_array_equal(B.to_cpu(v) if hasattr(v, "shape") else v, state_before[i][k])
+
+
+def half_model_trained(device, settings, steps=3):
+    """A ``.half()`` two-layer model after ``steps`` momentum-SGD steps on fixed data: its weights as float32
+    NumPy arrays, and the ledger of the last step."""
+    dlscratch.manual_seed(3)
+    model = dlscratch.nn.Sequential(dlscratch.nn.Linear(6, 5), dlscratch.nn.ReLU(), dlscratch.nn.Linear(5, 2))
+    model = model.to(device).half()
+    opt = optim.SGD(model.parameters(), **settings)
+    rng = np.random.default_rng(4)
+    x = dlscratch.tensor(rng.standard_normal((8, 6)).astype(np.float16)).to(device)
+    for _ in range(steps):
+        opt.zero_grad()
+        (model(x) ** 2).mean().backward()
+        with B.ledger() as book:
+            opt.step()
+    return [p.detach().to("cpu").numpy().astype(np.float32) for p in model.parameters()], book
+
+
+@pytest.mark.parametrize("settings", [dict(lr=0.1, momentum=0.9), dict(lr=0.1, momentum=0.9, nesterov=True),
+                                      dict(lr=0.1, momentum=0.8, dampening=0.4, weight_decay=0.01)],
+                         ids=["momentum", "nesterov", "dampening"])
+def test_a_half_model_trains_with_momentum_sgd_as_on_numpy(stand_in, fast_path, settings):
+    """The momentum kernel in float16 (once rejected by NVRTC: a ``?:`` with float16 and float branches). The
+    kernel computes in float and rounds once per stored value, NumPy rounds every operation to float16: equal to
+    float16's precision."""
+    on_cpu, _ = half_model_trained("cpu", settings)
+    on_kernels, book = half_model_trained("gpu", settings)
+    kernels = {what for _, _, what, _ in book.by_site("kernel")}
+    assert kernels == {"ElementwiseKernel dlscratch_sgd_momentum"}, kernels
+    for cpu, gpu in zip(on_cpu, on_kernels):
+        assert gpu.dtype == np.float32 and np.isfinite(gpu).all()
+        np.testing.assert_allclose(gpu, cpu, rtol=4e-3, atol=4e-3)

@@ -179,6 +179,36 @@ def test_code_outside_the_subset_is_refused_by_name(body, named):
         run(body, np.zeros(2, np.float32))
 
 
+H = np.array([1.5, -2.0], np.float16)
+I64, I32 = np.array([3, -4], np.int64), np.array([1, 2], np.int32)
+
+
+@pytest.mark.parametrize("body, params, args, message", [
+    # fast/optim_kernels.py's momentum line before issue 38, which NVRTC rejected for float16
+    ("y = x > 0 ? x : x * d", "T x, float32 d", (H, np.float32(0.5)),
+     r'ambiguous "\?" operation: its branches are float16 and float32'),
+    ("y = x > 0 ? 0.5f : x", "T x", (H,), "its branches are float32 and float16"),
+    ("y = x < 0 ? x : 0", "T x", (H,), "its branches are float16 and int32"),
+    ("y = max(j, 0)", "int64 j", (I64,), r"max\(int64, int32\): no CUDA overload"),
+    ("y = min(k, j)", "int32 k, int64 j", (I32, I64), r"min\(int32, int64\)"),
+])
+def test_what_nvrtc_rejects_as_ambiguous_is_refused(body, params, args, message):
+    with pytest.raises(sk.AmbiguousForCuda, match=message):
+        run(body, *args, params=params, out="T y" if "T x" in params else "int64 y")
+
+
+@pytest.mark.parametrize("body, params, args, expected", [
+    ("y = x > 0 ? x : T(x * d)", "T x, float32 d", (H, np.float32(0.5)), [1.5, -1.0]),
+    ("y = x > 0 ? x : x", "T x", (H,), [1.5, -2.0]),
+    ("y = max(j, (ptrdiff_t)0)", "int64 j", (I64,), [3, 0]),
+    ("y = max(k, (unsigned int)1)", "int32 k", (I32,), [1, 2]),  # CUDA declares max(int, unsigned int)
+    ("short s = 5; y = min(s, k)", "int32 k", (I32,), [1, 2]),  # short is promoted to int first
+])
+def test_what_nvrtc_accepts_runs(body, params, args, expected):
+    out = "T y" if "T x" in params else "int64 y"
+    assert run(body, *args, params=params, out=out).tolist() == expected
+
+
 def test_arguments_are_checked_as_cupy_checks_them():
     kernel = sc.ElementwiseKernel("T x, T y", "T z", "z = x + y", "add")
     with pytest.raises(TypeError, match="type T is both float32 and float64"):

@@ -1,6 +1,8 @@
-"""``python -m dlscratch.bench SUITE [--repeat R] [--quick] [--device cpu|gpu|auto] [--busy N]``."""
+"""``python -m dlscratch.bench SUITE [--repeat R] [--quick] [--device cpu|gpu|auto] [--busy N]``, or
+``python -m dlscratch.bench gpu-report [...]`` (``gpu_report.py``)."""
 
 import argparse
+import sys
 
 from .. import backend, memory
 from ..distributed.process_group import launched_rank
@@ -27,7 +29,8 @@ def build_parser():
         prog="python -m dlscratch.bench",
         description="Run a dlscratch benchmark suite and print its table.",
         epilog="The distributed suite runs under MPI, one BLAS thread per rank: "
-               "OMP_NUM_THREADS=1 mpiexec -n 2 python -m dlscratch.bench distributed",
+               "OMP_NUM_THREADS=1 mpiexec -n 2 python -m dlscratch.bench distributed. "
+               "Every suite, the tests and the lessons on a GPU, in one report: python -m dlscratch.bench gpu-report",
     )
     parser.add_argument("suite", choices=sorted(SUITES), help="the suite to run: %(choices)s")
     parser.add_argument("--repeat", type=_positive_int, help="timed repeats of each variant (default: the suite's)")
@@ -44,6 +47,10 @@ def build_parser():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gpu-report"]:
+        from . import gpu_report
+        return gpu_report.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.device is not None:
@@ -62,4 +69,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

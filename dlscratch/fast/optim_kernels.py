@@ -38,6 +38,7 @@ def _unless_halted(body):
     return "if (halt[0] == 0) {\n" + body + "}\n"
 
 
+# if/else rather than ``?:``: for float16 the branches would be float16 and float, which NVRTC rejects as ambiguous
 _SGD = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
@@ -45,9 +46,11 @@ if (first) {
     buf_new = grad;
 } else {
     buf_new = buf * momentum;
-    buf_new += dampening == 0 ? grad : grad * one_minus_dampening;
+    if (dampening == 0) buf_new = buf_new + grad;
+    else buf_new = buf_new + grad * one_minus_dampening;
 }
-grad = nesterov ? grad + buf_new * momentum : buf_new;
+if (nesterov) grad = grad + buf_new * momentum;
+else grad = buf_new;
 const T delta = grad * lr;
 p = p - delta;
 """)
