@@ -127,7 +127,7 @@ def test_physical_cores_count_hyperthreads_once(tmp_path, monkeypatch):
 def test_the_real_machine_answers():
     assert 1 <= machine.physical_cores() <= machine.logical_cpus()
     speedup = machine.parallel_speedup(processes=2, seconds=0.1)
-    assert 0.2 < speedup < 2.5
+    assert 0.2 < speedup <= 2
     load = machine.background_load(0.05)
     assert load.others is None or 0 <= load.others <= 1
     assert "physical cores" in machine.describe()

@@ -29,6 +29,8 @@ import subprocess
 import sys
 
 SCALE = 2
+_CHILD = "child"  # private, read only by in_a_child: a unit of its own
+_STEP = 1  # private, read only by never_run
 
 
 class Scale:
@@ -45,11 +47,11 @@ class Scale:
 
 
 def never_run(x):
-    return x + 1
+    return x + _STEP
 
 
 def in_a_child():
-    return "child"
+    return _CHILD
 
 
 def in_a_fork():
@@ -65,14 +67,17 @@ def run():
             os._exit(0)
         os.wait()
 '''
-RAN = ["<module>", "Scale.apply", "in_a_child", *(["in_a_fork"] if hasattr(os, "fork") else []), "run"]
+RAN = ["<module>", "Scale.apply", "_CHILD", "in_a_child", *(["in_a_fork"] if hasattr(os, "fork") else []), "run"]
 # a change to the fake library, and what the check then says
 CHANGES = {
     "a function that ran": ("value * self.factor", "self.factor * value",
                             ["dlscratch.ops: Scale.apply (its code changed)"]),
-    "a function that ran only in the child": ('return "child"', 'return "a child"',
+    "a function that ran only in the child": ("return _CHILD", "return _CHILD * 2",
                                               ["dlscratch.ops: in_a_child (its code changed)"]),
-    "a function that never ran": ("return x + 1", "return x + 2", []),
+    "a private constant that a function that ran read": ('_CHILD = "child"', '_CHILD = "a child"',
+                                                         ["dlscratch.ops: _CHILD (its code changed)"]),
+    "a function that never ran": ("return x + _STEP", "return x - _STEP", []),
+    "a private constant that only a function that never ran read": ("_STEP = 1", "_STEP = 2", []),
     "a method that never ran": ("values[::-1]", "values[::-2]", []),
     "a module constant": ("SCALE = 2", "SCALE = 3", ["dlscratch.ops: <module> (its code changed)"]),
     "a docstring and a comment": ('"""Each value, scaled."""', '"""Every value, scaled."""  # a comment', []),
@@ -162,6 +167,20 @@ def test_code_inside_a_function_belongs_to_it():
                 "Outer.Inner.method.<locals>.<listcomp>": "Outer.Inner.method", "Outer.Inner": "<module>",
                 "Outer.<genexpr>": "<module>", "<genexpr>": "<module>", "<module>": "<module>"}
     assert {qualname: execute_lessons.unit_of(qualname, units) for qualname in expected} == expected
+
+
+def test_a_private_constant_is_its_own_unit_only_where_nothing_else_could_read_it(tmp_path):
+    library = tmp_path / "dlscratch"
+    library.mkdir()
+    (library / "kernels.py").write_text(
+        '_SOURCE = "p = p - g;"\n_TWICE = 1\n_TWICE = 2\n_SHARED = 3\n_ON_IMPORT = 4\n__all__ = ["run"]\n'
+        "PUBLIC = 5\nLIMIT = _ON_IMPORT + 1\n\n\n"
+        "def run():\n    return _SOURCE, _TWICE, _SHARED, PUBLIC\n", encoding="utf-8")
+    (library / "user.py").write_text("from .kernels import _SHARED\n", encoding="utf-8")
+    units = execute_lessons.code_fingerprints(library / "kernels.py")
+    assert sorted(units) == ["<module>", "_SOURCE", "run"]  # assigned twice, imported, read on import, public: no
+    assert execute_lessons.constants_read(library / "kernels.py", {"run"}) == {"_SOURCE"}
+    assert execute_lessons.constants_read(library / "kernels.py", {"<module>"}) == set()
 
 
 def test_a_lesson_never_executed_or_recorded_the_old_way_must_be_executed():

@@ -20,7 +20,10 @@ A key is a top-level function (``im2col``) or a method (``Conv2d.forward``, ``Ou
 qualified name; a lambda, comprehension or nested function belongs to the function or method around it
 (``im2col.<locals>.<lambda>`` to ``im2col``). ``"<module>"`` is the module's code without the bodies of its
 functions and methods: imports, constants, class bodies, decorators, signatures and default values, which
-run on import. A fingerprint hashes tokens, leaving out comments, docstrings and layout: the same on every
+run on import. A private constant (``_SGD = ...`` at the top level, assigned once) that only function bodies
+read, and that no other library file imports, is a unit of its own, recorded with the functions that ran and
+read it: a CUDA kernel's source changes the lessons that ran its kernel, not every lesson that imported it.
+A fingerprint hashes tokens, leaving out comments, docstrings and layout: the same on every
 supported Python. ``tests/test_notebooks_conventions.py`` fails when the code of something a lesson ran
 changed or no longer exists, until the lesson is executed again; changing a function the lesson never ran,
 a docstring or a comment leaves the lesson current.
@@ -55,27 +58,30 @@ LAYOUT = ("NEWLINE", "INDENT", "DEDENT")  # kept without their text, which is la
 
 def code_fingerprints(path):
     """``{unit: fingerprint}`` of a Python file: ``"<module>"`` for its code without the bodies of its functions
-    and methods, and each top-level function and method, by qualified name, for its decorators, signature
-    and body. A fingerprint is a short hash of tokens without comments, docstrings or layout."""
-    return _fingerprints(Path(path).read_text(encoding="utf-8"))
+    and methods, each top-level function and method, by qualified name, for its decorators, signature
+    and body, and each private constant of its own (``private_constants``) for its assignment. A fingerprint
+    is a short hash of tokens without comments, docstrings or layout."""
+    path = Path(path)
+    return _fingerprints(path.read_text(encoding="utf-8"), _imported_names(_library_folder(path)))
 
 
 @cache
-def _fingerprints(source):
+def _fingerprints(source, imported):
     """``code_fingerprints`` of a file's text, cached: the check of every lesson reads the same files."""
     tokens = defaultdict(list, {MODULE_CODE: []})
-    for kind, text, units in _owned_tokens(source):
+    for kind, text, units in _owned_tokens(source, imported):
         for unit in units:
             tokens[unit].append((kind, "" if kind in LAYOUT else text))
     return {unit: hashlib.sha256(json.dumps(kept).encode("utf-8")).hexdigest()[:16]
             for unit, kept in sorted(tokens.items())}
 
 
-def _owned_tokens(source):
+def _owned_tokens(source, imported=frozenset()):
     """``(kind, text, units)`` of each token that counts, with the units that hold it: a function's body is its
-    function's, its header (decorators and signature) its function's and ``"<module>"``'s, the rest
-    ``"<module>"``'s. ``NEWLINE``, ``INDENT`` and ``DEDENT`` go where the token before them went."""
-    spans = _unit_spans(source)
+    function's, its header (decorators and signature) its function's and ``"<module>"``'s, a private
+    constant's assignment its own, the rest ``"<module>"``'s. ``NEWLINE``, ``INDENT`` and ``DEDENT`` go where
+    the token before them went."""
+    spans = _unit_spans(source, imported)
     i, units = 0, (MODULE_CODE,)
     for kind, text, start in _code_tokens(source):
         if kind not in LAYOUT:
@@ -102,17 +108,85 @@ def _code_tokens(source):
             yield kind, text, start
 
 
-def _unit_spans(source):
+def _unit_spans(source, imported=frozenset()):
     """``[(start, end, units)]``, in order, of the header and of the body of each top-level function and
-    method, as ``(line, column)`` positions that count characters, as ``tokenize`` does."""
+    method, and of each private constant's assignment, as ``(line, column)`` positions that count characters,
+    as ``tokenize`` does."""
     lines = io.StringIO(source).readlines()
+    tree = ast.parse(source)
     spans = []
-    for name, node in top_level_functions(ast.parse(source)):
+    for name, node in top_level_functions(tree):
         first_line = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
         body = _char_position(lines, node.body[0].lineno, node.body[0].col_offset)
         end = _char_position(lines, node.end_lineno, node.end_col_offset)
         spans += [((first_line, 0), body, (MODULE_CODE, name)), (body, end, (name,))]
+    for name, node in private_constants(tree, imported).items():
+        spans.append(((node.lineno, 0), _char_position(lines, node.end_lineno, node.end_col_offset), (name,)))
     return sorted(spans)
+
+
+def private_constants(tree, imported=frozenset()):
+    """``{name: assignment}`` of the module's private constants that are units of their own: a name with one
+    leading underscore, assigned once at the top level by a plain ``=``, that no code outside function bodies
+    reads (the import would run it) and that no other library file imports (``imported``)."""
+    assigned = defaultdict(list)
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                assigned[target.id].append(node)
+    read_on_import = _names_read(tree, into_function_bodies=False)
+    return {name: nodes[0] for name, nodes in assigned.items()
+            if name.startswith("_") and not name.startswith("__") and len(nodes) == 1
+            and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1
+            and name not in read_on_import and name not in imported}
+
+
+def _names_read(node, into_function_bodies=True):
+    """The names that code under ``node`` reads; without what function bodies read, if not
+    ``into_function_bodies`` (their decorators, defaults and annotations run on import, and count)."""
+    names = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)) and not into_function_bodies:
+            stack += [*current.decorator_list, current.args, *([current.returns] if current.returns else [])]
+            continue
+        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Load):
+            names.add(current.id)
+        stack += ast.iter_child_nodes(current)
+    return names
+
+
+def _library_folder(path):
+    """The folder of the library that ``path`` belongs to: its outermost ancestor named ``dlscratch``, else its
+    own folder."""
+    folders = [folder for folder in Path(path).resolve().parents if folder.name == "dlscratch"]
+    return folders[-1] if folders else Path(path).resolve().parent
+
+
+@cache
+def _imported_names(folder):
+    """Every name that a Python file under ``folder`` imports with ``from ... import name``."""
+    names = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names.update(alias.name for alias in node.names)
+    return frozenset(names)
+
+
+def constants_read(path, functions):
+    """The private constants of the file ``path`` that are units of their own and that the bodies of
+    ``functions`` (top-level functions and methods, by qualified name) read."""
+    path = Path(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = private_constants(tree, _imported_names(_library_folder(path)))
+    read = set()
+    for name, node in top_level_functions(tree):
+        if name in functions:
+            read |= _names_read(node)
+    return read & set(constants)
 
 
 def top_level_functions(node, prefix=""):
@@ -207,6 +281,7 @@ def library_record(ran, root=ROOT):
     for file, names in qualnames.items():
         fingerprints = code_fingerprints(file)
         units = {MODULE_CODE} | {unit_of(name, fingerprints) for name in names}
+        units |= constants_read(file, units)
         record[module_name(file, root)] = {unit: fingerprints[unit] for unit in sorted(units)}
     return dict(sorted(record.items()))
 

@@ -4,7 +4,9 @@
     python tools/prove_exercises.py 02 07       # the lessons whose file names start with these
     DLSCRATCH_STRICT_GPU=1 python tools/prove_exercises.py     # on the strict CuPy stand-in
 
-Each lesson runs once, top to bottom, in one fresh kernel (as nbval and nbgrader run it). At an exercise's
+Each lesson runs once, top to bottom, in one fresh kernel (as nbval and nbgrader run it), in a temporary folder
+of its own that holds the earlier lessons' ``myframework/``: what the lesson and its exercises write (the
+learner's files, checkpoints) stays there, so that proofs can run side by side (CI runs two at once). At an exercise's
 solution cell the tool runs, each followed by the exercise's check cell: the stub (what the student edition
 and nbgrader give learners; the check must fail), the known-wrong answers from ``tools/wrong_answers.py``
 (the solution cell must run and the check must fail), and last the solution itself (the check must pass),
@@ -25,6 +27,7 @@ import copy
 import os
 import re
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -103,9 +106,21 @@ def prove(lesson, every_variant=False, executed=None):
     checks = {exercise: notebook.cells[i].source for i, (role, exercise) in roles.items() if role == "check"}
     solved, stubbed = copy.deepcopy(notebook), copy.deepcopy(notebook)
     rows, broken = [], []
-    write_framework(lesson.parent)  # the earlier lessons' pieces, whatever order the lessons are proven in
-    client = NotebookClient(notebook, timeout=1200, kernel_name="python3",
-                            resources={"metadata": {"path": str(lesson.parent)}})
+    with tempfile.TemporaryDirectory(prefix=f"proof-{lesson.stem}-") as folder:
+        write_framework(folder)  # the earlier lessons' pieces, whatever order the lessons are proven in
+        client = NotebookClient(notebook, timeout=1200, kernel_name="python3", resources={"metadata": {"path": folder}})
+        _run_every_variant(client, notebook, roles, checks, (solved, stubbed), (rows, broken), every_variant)
+    if executed is not None:
+        nbformat.write(solved, Path(executed) / f"{lesson.stem}.solution.ipynb")
+        nbformat.write(stubbed, Path(executed) / f"{lesson.stem}.stub.ipynb")
+    return rows, broken
+
+
+def _run_every_variant(client, notebook, roles, checks, kept_notebooks, results, every_variant):
+    """Run the lesson's cells in ``client``'s kernel, each exercise's variants at its solution cell, each
+    followed by the check; the outputs into ``kept_notebooks`` (solved, stubbed), the findings into ``results``
+    (rows, broken)."""
+    (solved, stubbed), (rows, broken) = kept_notebooks, results
     with client.setup_kernel():
         for index, cell in enumerate(notebook.cells):
             role, exercise = roles.get(index, (None, None))
@@ -126,10 +141,6 @@ def prove(lesson, every_variant=False, executed=None):
                     kept.cells[index].outputs, kept.cells[index + 1].outputs = cell_outputs, check_outputs
                 rows.append((exercise, name, "pass" if must_pass else "fail",
                              *_judge(name, must_pass, cell_error, check_error)))
-    if executed is not None:
-        nbformat.write(solved, Path(executed) / f"{lesson.stem}.solution.ipynb")
-        nbformat.write(stubbed, Path(executed) / f"{lesson.stem}.stub.ipynb")
-    return rows, broken
 
 
 def _judge(name, must_pass, cell_error, check_error):
