@@ -76,7 +76,7 @@ def _fingerprints(source, imported):
             for unit, kept in sorted(tokens.items())}
 
 
-def _owned_tokens(source, imported=frozenset()):
+def _owned_tokens(source, imported):
     """``(kind, text, units)`` of each token that counts, with the units that hold it: a function's body is its
     function's, its header (decorators and signature) its function's and ``"<module>"``'s, a private
     constant's assignment its own, the rest ``"<module>"``'s. ``NEWLINE``, ``INDENT`` and ``DEDENT`` go where
@@ -108,7 +108,7 @@ def _code_tokens(source):
             yield kind, text, start
 
 
-def _unit_spans(source, imported=frozenset()):
+def _unit_spans(source, imported):
     """``[(start, end, units)]``, in order, of the header and of the body of each top-level function and
     method, and of each private constant's assignment, as ``(line, column)`` positions that count characters,
     as ``tokenize`` does."""

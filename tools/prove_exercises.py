@@ -109,38 +109,30 @@ def prove(lesson, every_variant=False, executed=None):
     with tempfile.TemporaryDirectory(prefix=f"proof-{lesson.stem}-") as folder:
         write_framework(folder)  # the earlier lessons' pieces, whatever order the lessons are proven in
         client = NotebookClient(notebook, timeout=1200, kernel_name="python3", resources={"metadata": {"path": folder}})
-        _run_every_variant(client, notebook, roles, checks, (solved, stubbed), (rows, broken), every_variant)
+        with client.setup_kernel():
+            for index, cell in enumerate(notebook.cells):
+                role, exercise = roles.get(index, (None, None))
+                if cell.cell_type != "code" or role == "check":
+                    continue
+                if role != "solution":
+                    error, solved.cells[index].outputs = _run(client, cell.source, index)
+                    stubbed.cells[index].outputs = solved.cells[index].outputs
+                    if error:
+                        broken.append((index, error))
+                    continue
+                for name, source, must_pass in variants(exercise, cell.source, every_variant):
+                    cell_error, cell_outputs = _run(client, source, index)
+                    check_error, check_outputs = _run(client, checks[exercise], index + 1)
+                    kept = solved if name == "solution" else stubbed if name == "stub" else None
+                    if kept is not None:
+                        kept.cells[index].source = source
+                        kept.cells[index].outputs, kept.cells[index + 1].outputs = cell_outputs, check_outputs
+                    rows.append((exercise, name, "pass" if must_pass else "fail",
+                                 *_judge(name, must_pass, cell_error, check_error)))
     if executed is not None:
         nbformat.write(solved, Path(executed) / f"{lesson.stem}.solution.ipynb")
         nbformat.write(stubbed, Path(executed) / f"{lesson.stem}.stub.ipynb")
     return rows, broken
-
-
-def _run_every_variant(client, notebook, roles, checks, kept_notebooks, results, every_variant):
-    """Run the lesson's cells in ``client``'s kernel, each exercise's variants at its solution cell, each
-    followed by the check; the outputs into ``kept_notebooks`` (solved, stubbed), the findings into ``results``
-    (rows, broken)."""
-    (solved, stubbed), (rows, broken) = kept_notebooks, results
-    with client.setup_kernel():
-        for index, cell in enumerate(notebook.cells):
-            role, exercise = roles.get(index, (None, None))
-            if cell.cell_type != "code" or role == "check":
-                continue
-            if role != "solution":
-                error, solved.cells[index].outputs = _run(client, cell.source, index)
-                stubbed.cells[index].outputs = solved.cells[index].outputs
-                if error:
-                    broken.append((index, error))
-                continue
-            for name, source, must_pass in variants(exercise, cell.source, every_variant):
-                cell_error, cell_outputs = _run(client, source, index)
-                check_error, check_outputs = _run(client, checks[exercise], index + 1)
-                kept = solved if name == "solution" else stubbed if name == "stub" else None
-                if kept is not None:
-                    kept.cells[index].source = source
-                    kept.cells[index].outputs, kept.cells[index + 1].outputs = cell_outputs, check_outputs
-                rows.append((exercise, name, "pass" if must_pass else "fail",
-                             *_judge(name, must_pass, cell_error, check_error)))
 
 
 def _judge(name, must_pass, cell_error, check_error):

@@ -50,6 +50,11 @@ class Part:
     seconds: float = 0.0
     output: str = ""
 
+    @property
+    def log(self):
+        """The name of this part's log file in the report's folder."""
+        return self.name.replace(" ", "-") + ".log"
+
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m dlscratch.bench gpu-report", description=__doc__.split("\n")[0])
@@ -128,7 +133,7 @@ def run_part(part, out, seconds_left, limits=LIMITS):
     if limit < 10:
         part.status = "not run: the budget was spent"
         return
-    log = out / (part.name.replace(" ", "-") + ".log")
+    log = out / part.log
     start = time.perf_counter()
     with open(log, "w") as sink:
         env = {**os.environ, **part.env, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
@@ -212,7 +217,7 @@ def write_report(out, gpu, machine, parts):
     lines += [f"| {what} | {value.replace('|', '/')} |" for what, value in machine]
     lines += ["", "## The parts", "", "| part | ended | seconds | log | summary |", "| --- | --- | --- | --- | --- |"]
     for part in parts:
-        log = part.name.replace(" ", "-") + ".log" if part.output else ""
+        log = part.log if part.output else ""
         summary = summary_line(part.output) if part.kind != "suite" and part.output else ""
         lines.append(f"| {part.name} | {part.status} | {part.seconds:.0f} | {log} | {summary} |")
     for part in parts:
