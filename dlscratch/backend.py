@@ -11,7 +11,7 @@ path runs on the CPU (NumPy) and on an NVIDIA GPU (CuPy). It is the only module 
     backend.synchronize()          # wait for queued GPU work (a no-op on NumPy)
 
 With ``DLSCRATCH_STRICT_GPU=1`` (or after ``use_strict_stand_in()``) a strict stand-in for CuPy
-(``strict_cupy.py``: NumPy underneath, refusing to mix with NumPy arrays as CuPy does) plays the GPU,
+(``strict_cupy/``: NumPy underneath, refusing to mix with NumPy arrays as CuPy does) plays the GPU,
 so that "runs on the GPU too" is tested on a machine without one.
 
 The environment variable ``DLSCRATCH_DEVICE`` (``cpu``, ``gpu`` or ``auto``, or any other name
@@ -55,15 +55,24 @@ def _import_cupy():
 
 
 def use_strict_stand_in():
-    """Let the strict CuPy stand-in (``strict_cupy.py``) play the GPU from now on; return it.
+    """Let the strict CuPy stand-in (``strict_cupy/``) play the GPU from now on; return it.
 
     ``use("gpu")``, ``to_gpu`` and the tests' "cupy" runs then use it. It computes with NumPy on the
     CPU but refuses NumPy arrays where CuPy would, so mixing host and device arrays fails loudly.
     """
     global cupy, cupyx, _gpu_status
     from . import strict_cupy
+    from .strict_cupy import nvrtc
+
+    def real_cupy_for_compiling():  # CuPy's kernel-source writer and NVRTC, for strict_cupy/nvrtc.py; no GPU needed
+        try:
+            import cupy as cupy_module
+        except Exception:  # not installed, or a CUDA library that fails to load
+            return None
+        return cupy_module
 
     cupy, cupyx, _gpu_status = strict_cupy, strict_cupy.cupyx, (True, "")
+    nvrtc.use_cupy_from(real_cupy_for_compiling)
     return cupy
 
 

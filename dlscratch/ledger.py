@@ -57,11 +57,9 @@ def record_all(events):
 # --- call sites ---------------------------------------------------------------------------------------------
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
-_SKIPPED_FILES = {os.path.join(_PACKAGE, name) for name in
-                  ("strict_cupy.py", "strict_kernels.py", "strict_kernel_parser.py", "strict_kernel_threads.py",
-                   "ledger.py", "backend.py")}
-_SKIPPED_DIRS = (os.path.dirname(numpy.__file__) + os.sep, f"{os.sep}cupy{os.sep}", f"{os.sep}cupy_backends{os.sep}",
-                 f"{os.sep}contextlib.py")
+_SKIPPED_FILES = {os.path.join(_PACKAGE, name) for name in ("ledger.py", "backend.py")}
+_SKIPPED_DIRS = (os.path.dirname(numpy.__file__) + os.sep, os.path.join(_PACKAGE, "strict_cupy") + os.sep,
+                 f"{os.sep}cupy{os.sep}", f"{os.sep}cupy_backends{os.sep}", f"{os.sep}contextlib.py")
 _site_names = {}  # code object -> its file's name in a site, or None for a skipped file
 
 

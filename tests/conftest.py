@@ -8,12 +8,15 @@ The ``backend`` fixture runs one test body on NumPy and, where a GPU is usable, 
     def test_add(backend):        # backend is the array module: numpy or cupy
         x = dlscratch.tensor(backend.ones(3))
 
-With ``DLSCRATCH_STRICT_GPU=1`` the strict CuPy stand-in (``dlscratch/strict_cupy.py``) plays the GPU, so
+With ``DLSCRATCH_STRICT_GPU=1`` the strict CuPy stand-in (``dlscratch/strict_cupy/``) plays the GPU, so
 the "cupy" runs happen on a machine without one; ``cuda_kernels`` skips the tests of CUDA kernels there.
 
 The ``gpu`` fixture gives a test that needs a usable GPU the CuPy module (and marks it ``gpu``); the
 test is skipped, saying why, where there is none. ``no_gpu`` does the opposite, for the tests of
 what happens without one.
+
+With CuPy and NVRTC installed (CI's newest-Python lane), the stand-in compiles each kernel launch's source before
+it runs it; the session's summary then says how many sources compiled, for which targets.
 
 The ``path`` fixture runs one test body on the reference path and on the fast path
 (``dlscratch.paths``); ``fast_path`` runs a test of a fast-only variant on the fast path even when
@@ -101,3 +104,15 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if {"gpu", "cuda_kernels"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.gpu)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where the stand-in compiled kernels with NVRTC (dlscratch/strict_cupy/nvrtc.py), how many, for which targets."""
+    from dlscratch.strict_cupy import nvrtc as strict_nvrtc
+
+    done = strict_nvrtc.summary()
+    if done["compiles"]:
+        terminalreporter.write_line(
+            f"NVRTC compiled the kernel launches' sources: {done['sources']} sources, {done['compiles']} compiles "
+            f"for {', '.join(done['archs'])}; {done['failures']} refused (some tests plant errors; a refused launch "
+            "fails its test)")

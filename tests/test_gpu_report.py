@@ -67,3 +67,19 @@ def test_the_plan_puts_the_stand_in_under_every_part_without_a_gpu():
     assert "suite launches on the stand-in" in [p.name for p in on_gpu]
     assert not any(p.env.get("DLSCRATCH_STRICT_GPU") for p in on_gpu if p.name != "suite launches on the stand-in")
     assert backend.xp is backend.numpy
+
+
+def test_some_lessons_only_get_the_earlier_lessons_files_first(tmp_path):
+    """Lesson 10 reads what the exercises of lessons 02-07 write (myframework/): run alone, it finds the solutions'
+    files, written before pytest starts; every lesson in order writes them itself."""
+    def lessons_part(args):
+        return next(p for p in gpu_report.plan(gpu_report.parse_args(args), gpu=True) if p.kind == "lessons")
+
+    alone = lessons_part(["--lessons", "notebooks/10_capstone.ipynb"])
+    assert alone.argv[1:3] == ["-c", gpu_report.WRITE_FRAMEWORK_THEN_PYTEST]
+    assert alone.argv[3:] == ["-q", "-p", "no:cacheprovider", "notebooks/10_capstone.ipynb"]  # pytest's arguments
+    assert lessons_part([]).argv[1:3] == ["-m", "pytest"]
+    program = gpu_report.WRITE_FRAMEWORK_THEN_PYTEST.replace("'tools'", repr(str(gpu_report.REPO / "tools")))
+    program = program.replace("'notebooks'", repr(str(tmp_path))).replace("import pytest; ", "")
+    subprocess.run([sys.executable, "-c", program.split("; sys.exit")[0]], check=True)
+    assert {"engine.py", "conv.py", "lstm.py"} <= {p.name for p in (tmp_path / "myframework").iterdir()}

@@ -1,5 +1,6 @@
-"""Dependency rules, checked on the source: only ``dlscratch/backend.py`` imports CuPy, and
-the backend imports nothing from the rest of dlscratch."""
+"""Dependency rules, checked on the source: only ``dlscratch/backend.py`` imports CuPy, the backend imports nothing
+from the rest of dlscratch, the stand-in (``strict_cupy/``) nothing but NumPy and the ledger, and no two modules
+import each other outside the engine."""
 
 import ast
 from pathlib import Path
@@ -61,21 +62,93 @@ def test_only_the_backend_imports_cupy(path):
 
 
 def test_backend_imports_nothing_from_dlscratch_but_the_strict_stand_in_and_the_ledger():
-    allowed = ("dlscratch", "dlscratch.strict_cupy", "dlscratch.ledger")
+    allowed = ("dlscratch", "dlscratch.strict_cupy", "dlscratch.strict_cupy.nvrtc", "dlscratch.ledger")
     inside = [f"line {line}: {name}" for line, name in imported_modules(BACKEND)
               if name.split(".")[0] == "dlscratch" and name not in allowed]
     assert not inside, f"dlscratch/backend.py must not import the rest of dlscratch: {inside}"
 
 
-def test_the_strict_stand_in_imports_only_numpy_the_standard_library_and_its_own_modules():
-    own = ("dlscratch.strict_signatures", "dlscratch.cupy_api", "dlscratch.ledger", "dlscratch.strict_")
-    for module in ("strict_cupy.py", "strict_signatures.py", "cupy_api.py", "ledger.py", "strict_kernels.py",
-                   "strict_kernel_parser.py", "strict_kernel_threads.py"):
-        imported = {name for _, name in imported_modules(PACKAGE / module)
-                    if name != "dlscratch" and not name.startswith(own)}
-        allowed = {"ast", "contextlib", "math", "numpy", "os", "re", "sys", "threading", "time", "types", "weakref"}
-        if module == "ledger.py":
+STAND_IN = PACKAGE / "strict_cupy"
+
+
+def test_the_strict_stand_in_imports_only_numpy_the_standard_library_its_own_modules_and_the_ledger():
+    modules = sorted(STAND_IN.glob("*.py"))
+    assert {p.name for p in modules} == {"__init__.py", "arrays.py", "cupy_api.py", "kernel_parser.py",
+                                         "kernel_threads.py", "kernels.py", "nvrtc.py", "signatures.py"}
+    for path in modules + [PACKAGE / "ledger.py"]:
+        imported = {name for _, name in imported_modules(path)
+                    if name not in ("dlscratch", "dlscratch.ledger") and not name.startswith("dlscratch.strict_cupy")}
+        allowed = {"ast", "contextlib", "dataclasses", "functools", "math", "numpy", "os", "re", "sys", "threading",
+                   "time", "types", "weakref"}
+        if path.name == "ledger.py":
             allowed.add("torch")  # on a real GPU only, optionally: CUPTI's counts through torch.profiler
-        if module == "strict_cupy.py":
+        if path.name == "arrays.py":
             allowed.add("scipy")  # cupyx.scipy.sparse's stand-in computes with SciPy, imported when first used
-        assert {n.split(".")[0] for n in imported} <= allowed, (module, imported)
+        assert {n.split(".")[0] for n in imported} <= allowed, (path.name, imported)
+
+
+def import_graph():
+    """``{module: modules of dlscratch it imports}``, every import counted (inside functions too); a package's
+    ``__init__`` importing its own modules is left out (that is what a package does)."""
+    names = {}
+    for path in SOURCES:
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names[path] = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    known = set(names.values())
+    graph = {}
+    for path, name in names.items():
+        targets = set()
+        for _, imported in imported_modules(path):
+            while imported and imported not in known:  # ``from .x import f`` names f: its module is x
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name and not (path.name == "__init__.py" and imported.startswith(name)):
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected sets of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+ENGINE = {"dlscratch.tensor", "dlscratch.function", "dlscratch.functions.arithmetic", "dlscratch.functions.broadcast",
+          "dlscratch.inplace"}
+
+
+def test_no_import_circle_outside_the_engine():
+    """The engine's modules refer to each other (a Tensor's operators make Functions, which make Tensors); no other
+    modules do: the stand-in, the fast path's kernels and their NumPy twins import one way."""
+    for group in cycles(import_graph()):
+        assert group <= ENGINE, f"an import circle outside the engine: {sorted(group - ENGINE)}"
+
+
+def test_the_circle_check_finds_a_planted_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [{"a", "b", "c"}]

@@ -84,10 +84,13 @@ def test_one_setup_cell_installs_from_the_repository(path):
         f"{path.name}: the setup cell must run `%pip install -q git+{URL}` only when `import dlscratch` fails"
     )
     assert " -e " not in setup and "--editable" not in setup, f"{path.name}: never an editable install in Colab"
-    needed_lines = ['os.environ.get("DLSCRATCH_DEVICE", "auto")', "manual_seed(", "np.random.seed(", "describe()",
+    needed_lines = ["manual_seed(", "np.random.seed(", "describe()",
                     "memory.keep_freed_memory()"]  # the explicit switch that import no longer makes (memory.py)
     for needed in needed_lines:
         assert needed in setup, f"{path.name}: the setup cell does not contain {needed!r}"
+    # the device: the learner's choice (the GPU where there is one), or the CPU with the reason beside it
+    assert ('backend.use(os.environ.get("DLSCRATCH_DEVICE", "auto"))' in setup
+            or re.search(r'backend\.use\("cpu"\)  # \w', setup)), f"{path.name}: the setup cell must choose the device"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

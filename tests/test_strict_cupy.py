@@ -1,4 +1,4 @@
-"""The strict CuPy stand-in (dlscratch/strict_cupy.py) refuses what CuPy refuses and computes what NumPy computes."""
+"""The strict CuPy stand-in (dlscratch/strict_cupy/) refuses what CuPy refuses and computes what NumPy computes."""
 
 import copy
 import pickle
@@ -99,7 +99,7 @@ def test_copies_pickles_random_numbers_and_linear_algebra_stay_on_the_device():
 
 
 def test_elementwise_kernels_run_and_the_other_kernels_are_refused_with_the_reason():
-    doubled = sc.ElementwiseKernel("T x", "T y", "y = x + x", "double")(sc.arange(3, dtype=np.float32))
+    doubled = sc.ElementwiseKernel("T x", "T y", "y = x + x", "twice")(sc.arange(3, dtype=np.float32))
     assert type(doubled) is sc.ndarray and doubled.get().tolist() == [0, 2, 4]
     for kind in (sc.ReductionKernel, sc.RawKernel):
         with pytest.raises(NotImplementedError, match=f"but not {kind.__name__}"):
@@ -149,3 +149,15 @@ def test_a_model_trains_on_the_stand_in_as_on_numpy(stand_in):
             opt.step()
         losses[device] = loss.item()
     assert losses["gpu"] == pytest.approx(losses["cpu"], rel=1e-5)
+
+
+def test_a_float16_product_sums_in_float32_and_rounds_once_as_a_gpus_gemm():
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal(s).astype(np.float16) for s in ((6, 500), (500, 4)))
+    expected = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal((sc.asarray(a) @ sc.asarray(b)).get(), expected)
+    out = sc.empty((6, 4), dtype=np.float16)
+    assert sc.matmul(sc.asarray(a), sc.asarray(b), out=out) is out
+    np.testing.assert_array_equal(out.get(), expected)
+    big = sc.asarray(np.full((2, 3), 300, np.float16)) @ sc.asarray(np.full((3, 2), 300, np.float16))
+    assert np.isinf(big.get()).all()  # 270,000 is past float16's range

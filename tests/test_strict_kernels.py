@@ -1,5 +1,7 @@
-"""The strict CuPy stand-in runs ElementwiseKernels by translating their C (dlscratch/strict_kernels.py): C's
+"""The strict CuPy stand-in runs ElementwiseKernels by translating their C (dlscratch/strict_cupy/kernels.py): C's
 arithmetic, the faults a GPU would not report, and every kernel of dlscratch/fast/ against the reference path."""
+
+import os
 
 import numpy as np
 import pytest
@@ -8,12 +10,30 @@ import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch import strict_cupy as sc
-from dlscratch import strict_kernels as sk
 from dlscratch.fast import conv_kernels
 from dlscratch.fast.im2col import col2im_array, im2col_array
 from dlscratch.fast.lstm import lstm_pointwise_backward, lstm_pointwise_forward
 from dlscratch.functions.im2col import col2im_array as reference_col2im_array
 from dlscratch.functions.im2col import im2col_array as reference_im2col_array
+from dlscratch.strict_cupy import kernels as sk
+from dlscratch.strict_cupy import nvrtc as strict_nvrtc
+
+
+@pytest.fixture(autouse=True)
+def the_stand_in_on_its_own(monkeypatch):
+    """These tests are of the stand-in's own reading of C: without NVRTC's verdict first, wherever it is installed
+    (``with_nvrtc`` turns it back on; tests/test_strict_nvrtc.py tests the compile check)."""
+    monkeypatch.setenv("DLSCRATCH_NVRTC", "0")
+
+
+@pytest.fixture
+def with_nvrtc(stand_in, monkeypatch):
+    monkeypatch.delenv("DLSCRATCH_NVRTC")
+    reason = strict_nvrtc.unavailable_reason()
+    if reason:
+        if os.environ.get("DLSCRATCH_REQUIRE_NVRTC") == "1":
+            pytest.fail(f"DLSCRATCH_REQUIRE_NVRTC=1, but NVRTC cannot compile here: {reason}")
+        pytest.skip(reason)
 
 
 def run(body, *args, params="T x", out="T y", preamble="", **kwargs):
@@ -140,6 +160,29 @@ def test_a_large_launch_runs_its_c_body_on_a_sample_checked_against_its_twin(mon
         off(x)
 
 
+def test_a_repeated_large_launch_checks_its_c_body_the_first_times_and_then_every_so_often(monkeypatch):
+    monkeypatch.setattr(sk, "FULL_RUN_THREADS", 1000)
+    monkeypatch.setattr(sk, "CHECKED_LAUNCHES", 2)
+    monkeypatch.setattr(sk, "RECHECK_EVERY", 5)
+    x = sc.asarray(np.arange(5000, dtype=np.float32))
+
+    def twin(x, flag, y):
+        y[...] = x * 2
+
+    # wrong in C only when the flag is 1: the C body runs exactly when a launch raises
+    off = sc.ElementwiseKernel("T x, int32 flag", "T y", "y = flag == 1 && i == 7 ? 0 : x * 2", "sometimes", twin=twin)
+    checked = []
+    for launch in range(1, 12):
+        try:
+            off(x, 1)
+        except sk.KernelFault:
+            checked.append(launch)
+    assert checked == [1, 2, 5, 10]  # the first two, then every fifth of this kind
+    with pytest.raises(sk.KernelFault, match="'sometimes'"):
+        off(x[:4000], 1)  # another shape: a new kind, checked at once
+    assert off(x, 0).get().tolist() == (np.arange(5000) * 2).tolist()  # unchecked launches run the twin
+
+
 # ----- what a GPU would not report -----
 @pytest.mark.parametrize("body, params, message", [
     ("y = table[k + 1]", "raw T table, int64 k", r"thread i=2 reads or writes table\[3\], outside the array"),
@@ -183,30 +226,50 @@ H = np.array([1.5, -2.0], np.float16)
 I64, I32 = np.array([3, -4], np.int64), np.array([1, 2], np.int32)
 
 
-@pytest.mark.parametrize("body, params, args, message", [
+AMBIGUOUS = pytest.mark.parametrize("body, params, args, message", [
     # fast/optim_kernels.py's momentum line before issue 38, which NVRTC rejected for float16
     ("y = x > 0 ? x : x * d", "T x, float32 d", (H, np.float32(0.5)),
      r'ambiguous "\?" operation: its branches are float16 and float32'),
     ("y = x > 0 ? 0.5f : x", "T x", (H,), "its branches are float32 and float16"),
     ("y = x < 0 ? x : 0", "T x", (H,), "its branches are float16 and int32"),
-    ("y = max(j, 0)", "int64 j", (I64,), r"max\(int64, int32\): no CUDA overload"),
-    ("y = min(k, j)", "int32 k, int64 j", (I32, I64), r"min\(int32, int64\)"),
+    ("y = max(j, 0)", "int64 j", (I64,), r"max\(long long, int\): no CUDA overload"),
+    ("y = min(k, j)", "int32 k, int64 j", (I32, I64), r"min\(int, long long\)"),
+    # ptrdiff_t is long, an int64 argument long long: one width, two C types (found by NVRTC on 2026-11-27)
+    ("y = max(j, (ptrdiff_t)0)", "int64 j", (I64,), r"max\(long long, long\)"),
+    ("y = min(i, j)", "int64 j", (I64,), r"min\(long, long long\)"),
 ])
+ACCEPTED = pytest.mark.parametrize("body, params, args, expected", [
+    ("y = x > 0 ? x : T(x * d)", "T x, float32 d", (H, np.float32(0.5)), [1.5, -1.0]),
+    ("y = x > 0 ? x : x", "T x", (H,), [1.5, -2.0]),
+    ("y = max(j, (long long)0)", "int64 j", (I64,), [3, 0]),
+    ("y = max(j + 1, 0ll)", "int64 j", (I64,), [4, 0]),
+    ("y = max(i, (ptrdiff_t)1)", "int64 j", (I64,), [1, 1]),
+    ("y = max(k, (unsigned int)1)", "int32 k", (I32,), [1, 2]),  # CUDA declares max(int, unsigned int)
+    ("short s = 5; y = min(s, k)", "int32 k", (I32,), [1, 2]),  # short is promoted to int first
+])
+
+
+@AMBIGUOUS
 def test_what_nvrtc_rejects_as_ambiguous_is_refused(body, params, args, message):
     with pytest.raises(sk.AmbiguousForCuda, match=message):
         run(body, *args, params=params, out="T y" if "T x" in params else "int64 y")
 
 
-@pytest.mark.parametrize("body, params, args, expected", [
-    ("y = x > 0 ? x : T(x * d)", "T x, float32 d", (H, np.float32(0.5)), [1.5, -1.0]),
-    ("y = x > 0 ? x : x", "T x", (H,), [1.5, -2.0]),
-    ("y = max(j, (ptrdiff_t)0)", "int64 j", (I64,), [3, 0]),
-    ("y = max(k, (unsigned int)1)", "int32 k", (I32,), [1, 2]),  # CUDA declares max(int, unsigned int)
-    ("short s = 5; y = min(s, k)", "int32 k", (I32,), [1, 2]),  # short is promoted to int first
-])
+@AMBIGUOUS
+def test_with_nvrtc_installed_its_own_message_refuses_them_first(with_nvrtc, body, params, args, message):
+    with pytest.raises(strict_nvrtc.CudaCompileError, match=r'ambiguous "\?" operation|more than one instance'):
+        run(body, *args, params=params, out="T y" if "T x" in params else "int64 y")
+
+
+@ACCEPTED
 def test_what_nvrtc_accepts_runs(body, params, args, expected):
     out = "T y" if "T x" in params else "int64 y"
     assert run(body, *args, params=params, out=out).tolist() == expected
+
+
+@ACCEPTED
+def test_what_nvrtc_accepts_compiles(with_nvrtc, body, params, args, expected):
+    test_what_nvrtc_accepts_runs(body, params, args, expected)
 
 
 def test_arguments_are_checked_as_cupy_checks_them():

@@ -169,13 +169,16 @@ def test_a_signal_while_the_step_is_written_lets_it_finish(name, path):
 @pytest.mark.parametrize("name", ["sgd", "adam"])
 def test_a_timer_interrupt_at_random_moments_never_splits_a_step(name, path):
     steps, runs = 4, 30
-    expected = snapshots_of_steps(name, steps)
-    params = with_gradients(list(mlp().parameters()))
-    optimizer = OPTIMIZERS[name](params)
-    start = time.perf_counter()
-    for _ in range(steps):
-        optimizer.step()
-    duration = time.perf_counter() - start
+    expected = snapshots_of_steps(name, steps)  # also the warm-up: first calls compile, import, allocate
+
+    def steps_from_scratch():
+        start = time.perf_counter()
+        optimizer = OPTIMIZERS[name](with_gradients(list(mlp().parameters())))
+        for _ in range(steps):
+            optimizer.step()
+        return time.perf_counter() - start
+
+    duration = min(steps_from_scratch() for _ in range(3))  # what one run below takes, warm
     rng, interrupted = random.Random(0), 0
     with alarm_raises() as armed:
         for _ in range(runs):

@@ -29,9 +29,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COMMIT = "8262fe3"
-#: today's files laid over the old tree: the ledger, the stand-in it counts in (every ``strict_*.py``: the arrays,
-#: CuPy's signatures, the kernel interpreter) with CuPy's API table, and the workloads
-OVERLAY = ["dlscratch/ledger.py", "dlscratch/strict_*.py", "dlscratch/cupy_api.py", "dlscratch/bench/workloads.py"]
+#: today's files laid over the old tree: the ledger, the stand-in it counts in (the package ``strict_cupy/``: the
+#: arrays, CuPy's signatures and API table, the kernel interpreter), and the workloads; the old tree's own stand-in
+#: (its loose ``strict_*.py`` and ``cupy_api.py``) is removed first
+OVERLAY = ["dlscratch/ledger.py", "dlscratch/strict_cupy/*.py", "dlscratch/bench/workloads.py"]
 #: the categories held to CUPTI's counts; host waits are printed but CUPTI saw them only as syncs
 CALIBRATED = ["kernels", "memsets", "copies_device", "copies_to_host", "copies_to_device"]
 SHOWN = CALIBRATED + ["waits"]
@@ -52,9 +53,13 @@ def extract_old_tree(into, commit=COMMIT, repo=REPO):
     """``commit``'s ``dlscratch/`` in folder ``into``, with today's ``OVERLAY`` files laid over it."""
     archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "dlscratch"], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    for old in [*Path(into, "dlscratch").glob("strict_*.py"), Path(into, "dlscratch", "cupy_api.py")]:
+        old.unlink(missing_ok=True)
     for pattern in OVERLAY:
         for path in repo.glob(pattern):
-            shutil.copyfile(path, Path(into) / path.relative_to(repo))
+            target = Path(into) / path.relative_to(repo)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
 
 
 def count_old_steps(tree, sites=False):

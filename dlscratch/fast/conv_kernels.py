@@ -12,6 +12,7 @@ neighbouring threads touch neighbouring memory. Indexing a raw array with a list
 """
 
 from .. import backend
+from .im2col_slices import col2im_slices, im2col_slices
 
 IM2COL_BODY = """
 const ptrdiff_t b = i % N;  // the image (n and i are CuPy's names)
@@ -65,17 +66,13 @@ def _geometry_of(sizes):
 
 
 # The NumPy twins of the kernels (the slice methods): the strict CuPy stand-in runs a large launch's C body on a
-# sample of its threads and checks them against the twin, which computes the rest (see ``strict_kernels.py``).
+# sample of its threads and checks them against the twin, which computes the rest (see ``strict_cupy/kernels.py``).
 def _im2col_twin(img, *sizes_and_col):
-    from .im2col import im2col_slices
-
     *sizes, col = sizes_and_col
     im2col_slices(img, _geometry_of(sizes), out=col)
 
 
 def _col2im_twin(cols, *sizes_and_img):
-    from .im2col import col2im_slices
-
     *sizes, img = sizes_and_img
     img[...] = col2im_slices(cols, _geometry_of(sizes)).transpose(1, 2, 3, 0)
 

@@ -4,7 +4,7 @@ The reference (``functions/im2col.py``) pads the input in NCHW order and copies 
 per kernel offset, transposing it into the column layout as it goes. The methods here give the
 same numbers faster:
 
-- ``"slices"`` (the default on NumPy): the same kh*kw slice copies, but from the input padded into
+- ``"slices"`` (the default on NumPy; ``im2col_slices.py``): the same kh*kw slice copies, but from the input padded into
   batch-last memory ``(C, Hp, Wp, N)`` (``layout.py``; no copy at all when a convolution's output
   comes in unpadded), so every copy moves runs of ``Wo*N`` contiguous numbers, and split over the
   cores (``threads.py``): im2col of conv 32 -> 64 at batch 128 (a 115 MB column matrix) went
@@ -27,8 +27,8 @@ from ..functions.im2col import im2col as reference_im2col
 from ..functions.im2col import im2col_array as reference_im2col_array
 from ..paths import fast_version_of
 from .conv_kernels import col2im_kernel, im2col_kernel
+from .im2col_slices import col2im_slices, columns_for, copy_channels, im2col_slices
 from .layout import pad_batch_last, unpad_batch_last
-from .threads import in_parts
 
 
 def _zero_padded(x, g):
@@ -38,15 +38,10 @@ def _zero_padded(x, g):
     return padded
 
 
-def _cols_for(x, g, out):
-    """``out``, or a new array for the column matrix of ``x``."""
-    return backend.get_array_module(x).empty(g.cols_shape, dtype=x.dtype) if out is None else out
-
-
 def im2col_loops(x, g, out=None):
     """One window at a time: the definition, in Python loops. ``x: (N, C, H, W)`` -> ``cols``."""
     padded = _zero_padded(x, g)
-    cols = _cols_for(x, g, out)
+    cols = columns_for(x, g, out)
     for oy in range(g.Ho):
         for ox in range(g.Wo):
             for n in range(g.N):
@@ -67,39 +62,6 @@ def col2im_loops(cols, g):
     return padded[:, :, g.ph : g.ph + g.H, g.pw : g.pw + g.W]
 
 
-def im2col_slices(x, g, out=None):
-    """Kernel offset ``(i, j)`` reads a strided slice of the padded input: kh*kw slice copies."""
-    padded = pad_batch_last(x, g)
-    cols = _cols_for(x, g, out)
-    blocks = cols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N)
-
-    def copy(c0, c1):
-        for i in range(g.kh):
-            for j in range(g.kw):
-                blocks[c0:c1, i, j] = padded[c0:c1, g.rows(i), g.columns(j)]
-
-    _copy_channels(copy, g.C, cols)
-    return cols
-
-
-def _copy_channels(copy, channels, cols):
-    """``copy(c0, c1)`` fills the rows of channels ``c0:c1`` of ``cols``: on NumPy, one part per core."""
-    if backend.is_gpu_array(cols):
-        copy(0, channels)
-    else:
-        in_parts(copy, channels, cols.size)
-
-
-def col2im_slices(cols, g):
-    """Kernel offset ``(i, j)`` adds its rows of ``cols`` onto a strided slice: kh*kw slice additions."""
-    cols = cols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N)
-    padded = backend.get_array_module(cols).zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=cols.dtype)
-    for i in range(g.kh):
-        for j in range(g.kw):
-            padded[:, g.rows(i), g.columns(j)] += cols[:, i, j]
-    return unpad_batch_last(padded, g)
-
-
 def window_view(padded, g):
     """Every window of a batch-last ``padded: (C, Hp, Wp, N)`` as one view ``(C, kh, kw, Ho, Wo, N)``.
 
@@ -115,13 +77,13 @@ def window_view(padded, g):
 
 def im2col_strided(x, g, out=None):
     """The window view, copied into a matrix."""
-    cols = _cols_for(x, g, out)
+    cols = columns_for(x, g, out)
     blocks, windows = cols.reshape(g.C, g.kh, g.kw, g.Ho, g.Wo, g.N), window_view(pad_batch_last(x, g), g)
 
     def copy(c0, c1):
         blocks[c0:c1] = windows[c0:c1]
 
-    _copy_channels(copy, g.C, cols)
+    copy_channels(copy, g.C, cols)
     return cols
 
 

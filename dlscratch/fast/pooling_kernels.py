@@ -10,7 +10,10 @@ backward is a *gather*, like ``conv_kernels``' col2im: one thread per input elem
 the windows whose winner it is, so no two threads write one place and the result is deterministic.
 """
 
+import numpy
+
 from .. import backend
+from .pool_windows import axis_views, first_real, pad, running_max
 
 _FORWARD = """
 const ptrdiff_t ox = i % Wo;
@@ -90,7 +93,7 @@ def runs_on_kernels(x):
 
 
 # The NumPy twins (the array path's arithmetic): the strict CuPy stand-in runs a large launch's C body on a sample
-# of its threads and checks them against the twin, which computes the rest (``strict_kernels.py``).
+# of its threads and checks them against the twin, which computes the rest (``strict_cupy/kernels.py``).
 def _geometry_of(x_shape, sizes):
     from ..functions.pooling import geometry
 
@@ -99,10 +102,6 @@ def _geometry_of(x_shape, sizes):
 
 
 def _forward_twin(x, *arguments):
-    import numpy
-
-    from .pooling import axis_views, first_real, pad, running_max
-
     *sizes, _, y, winner = arguments
     g = _geometry_of(x.shape, sizes)
     padded = pad(x, g, -numpy.inf)
@@ -118,8 +117,6 @@ def _forward_twin(x, *arguments):
 
 
 def _backward_twin(gy, winner, *arguments):
-    import numpy
-
     *sizes, gx = arguments
     flat = numpy.zeros(gx.size, dtype=gx.dtype)
     won = winner.reshape(-1) >= 0

@@ -1,4 +1,4 @@
-"""CuPy's API, checked: which names CuPy has and which arguments its calls take (for ``strict_cupy.py``).
+"""CuPy's API, checked: which names CuPy has and which arguments its calls take (for ``arrays.py``).
 
 NumPy accepts more than CuPy does: ``numpy.indices(shape, sparse=True)`` works, ``cupy.indices`` has no
 ``sparse`` and raises ``TypeError``; ``numpy.add(a, b, where=m)`` works, a CuPy ufunc answers ``TypeError:

@@ -1,4 +1,4 @@
-"""The C that the strict stand-in's kernels may use, read into a tree (``strict_kernels.py`` runs it).
+"""The C that the strict stand-in's kernels may use, read into a tree (``kernels.py`` runs it).
 
 A kernel body or preamble becomes nested tuples: statements such as ``("if", condition, then, else, line)``,
 expressions such as ``("binary", "+", left, right)``. The subset (anything else raises
@@ -15,6 +15,7 @@ expressions such as ``("binary", "+", left, right)``. The subset (anything else 
 C's types are NumPy dtypes here: ``int`` is int32, ``ptrdiff_t`` int64, ``float`` float32, ``double`` float64.
 """
 
+import functools
 import re
 
 import numpy
@@ -29,10 +30,28 @@ class UnsupportedKernelCode(NotImplementedError):
 _C_TYPES = {
     "bool": "bool", "char": "int8", "signed char": "int8", "unsigned char": "uint8",
     "short": "int16", "unsigned short": "uint16", "int": "int32", "signed": "int32", "signed int": "int32",
-    "unsigned": "uint32", "unsigned int": "uint32", "long": "int64", "unsigned long": "uint64",
-    "long long": "int64", "unsigned long long": "uint64", "long int": "int64", "long long int": "int64",
-    "ptrdiff_t": "int64", "size_t": "uint64", "float": "float32", "double": "float64",
+    "unsigned": "uint32", "unsigned int": "uint32", "long": "l", "unsigned long": "L", "long int": "l",
+    "long long": "q", "unsigned long long": "Q", "long long int": "q",
+    "ptrdiff_t": "l", "size_t": "L", "float": "float32", "double": "float64",
 }
+# 64-bit integers come in two C types of one width, told apart by NumPy's type codes: ``long`` (``l``, which
+# ``ptrdiff_t`` and the thread index ``i`` are) and ``long long`` (``q``, which CuPy writes for int64 arrays and
+# parameters). CUDA overloads ``max``/``min`` for each, so mixing them is ambiguous there.
+_C_NAMES = {"?": "bool", "b": "signed char", "B": "unsigned char", "h": "short", "H": "unsigned short", "i": "int",
+            "I": "unsigned int", "l": "long", "L": "unsigned long", "q": "long long", "Q": "unsigned long long",
+            "e": "float16", "f": "float", "d": "double"}
+
+
+def c_name(dtype):
+    """The C type a dtype stands for here (``long long`` for an int64 argument, ``long`` for ``ptrdiff_t``)."""
+    return _C_NAMES.get(dtype.char, dtype.name)
+
+
+def as_cupy_writes(dtype):
+    """The C type CuPy declares for an array or parameter of ``dtype``: a 64-bit integer is ``long long``."""
+    if dtype.kind in "iu" and dtype.itemsize == 8:
+        return numpy.dtype("q" if dtype.kind == "i" else "Q")
+    return dtype
 _TYPE_WORDS = {"bool", "char", "short", "int", "long", "unsigned", "signed", "float", "double", "ptrdiff_t",
                "size_t", "void", "auto"}
 _QUALIFIERS = {"const", "volatile", "static", "inline", "__device__", "__forceinline__", "__host__", "register"}
@@ -49,6 +68,12 @@ def promote_integer(dtype):
 
 def arithmetic_type(a, b):
     """C's usual arithmetic conversions for two operand types."""
+    return _arithmetic_type(a.char, b.char)
+
+
+@functools.cache  # an interpreted kernel asks millions of times, for a handful of types (by code: l and q are equal
+def _arithmetic_type(a, b):  # dtypes to NumPy, different types to C)
+    a, b = numpy.dtype(a), numpy.dtype(b)
     if "float64" in (a.name, b.name):
         return numpy.dtype("float64")
     if "float32" in (a.name, b.name):
@@ -56,13 +81,17 @@ def arithmetic_type(a, b):
     if "float16" in (a.name, b.name):  # CuPy's float16 class: its own operators, else its conversion to float
         return numpy.dtype("float16" if a == b else "float32")
     a, b = promote_integer(a), promote_integer(b)
-    if a == b:
+    if a.char == b.char:
         return a
     if a.kind == b.kind:
+        if a.itemsize == b.itemsize:  # long and long long: long long has the higher rank
+            return numpy.dtype("q" if a.kind == "i" else "Q")
         return a if a.itemsize > b.itemsize else b
     signed, unsigned = (a, b) if a.kind == "i" else (b, a)
-    if unsigned.itemsize >= signed.itemsize:
+    if unsigned.itemsize > signed.itemsize:
         return unsigned
+    if unsigned.itemsize == signed.itemsize:  # the unsigned type of the higher rank
+        return as_cupy_writes(unsigned) if "q" in (a.char, b.char) else unsigned
     return signed  # the signed type holds every value of the narrower unsigned one
 
 
@@ -419,4 +448,6 @@ def _integer_literal_type(value, suffix):
         return _dtype("int32")
     if not long and unsigned and value < 2 ** 32:
         return _dtype("uint32")
-    return _dtype("uint64" if unsigned else "int64")
+    if "ll" in suffix:
+        return _dtype("Q" if unsigned else "q")
+    return _dtype("L" if unsigned else "l")

@@ -18,7 +18,7 @@ like CuPy's:
 - returns 0-d arrays, not NumPy scalars, from reductions and scalar indexing;
 - lets NumPy's functions run on it (``np.exp(a)`` gives a stand-in array, as CuPy's dispatch does).
 
-It runs CuPy's ``ElementwiseKernel`` by translating the kernel's C body (``strict_kernels.py``), so
+It runs CuPy's ``ElementwiseKernel`` by translating the kernel's C body (``kernels.py``), so
 ``backend.has_kernels()`` is True on it and the fast path runs the same kernels as on a GPU; it has no
 ``ReductionKernel`` or ``RawKernel`` (dlscratch uses none). Timings on it mean nothing. Where CuPy is lenient
 and the stand-in cannot tell (indices and assigned values may be host arrays), it is lenient too.
@@ -31,8 +31,8 @@ import weakref
 
 import numpy
 
-from . import ledger
-from . import strict_signatures as cupy_api
+from .. import ledger
+from . import signatures as cupy_api
 
 _NAME = "strict CuPy stand-in (NumPy on the CPU)"
 _owners = weakref.WeakValueDictionary()  # id(NumPy array) -> the stand-in array wrapping it
@@ -211,7 +211,10 @@ def _apply_ufunc(ufunc, method, args, kwargs):
         cupy_api.check_call("cupy.ufunc", method, args, kwargs)
     out = kwargs.get("out")
     args, kwargs = _strict(args, where), _strict(kwargs, where)
-    result = getattr(ufunc, method)(*args, **kwargs)
+    if ufunc is numpy.matmul and method == "__call__" and _half_operands(args, kwargs):
+        result = _half_matmul(*args, **kwargs)
+    else:
+        result = getattr(ufunc, method)(*args, **kwargs)
     if out is not None:
         result = out[0] if type(out) is tuple and len(out) == 1 else out
     else:
@@ -221,6 +224,24 @@ def _apply_ufunc(ufunc, method, args, kwargs):
         ledger.record_all(ledger.ufunc(ufunc.__name__, method, args, out is not None, outputs))
     return result
 
+
+
+def _half_operands(args, kwargs):
+    return (len(args) == 2 and "dtype" not in kwargs
+            and all(isinstance(a, numpy.ndarray) and a.dtype == numpy.float16 for a in args))
+
+
+def _half_matmul(a, b, out=None, **kwargs):
+    """A float16 product as a GPU's GEMM computes it: the products summed in float32, rounded to float16 once
+    (``fast/matmul.py``). NumPy's own float16 loop is hundreds of times slower: lesson 13's mixed-precision
+    training spent 105 of its 122 s on the stand-in in it."""
+    product = numpy.matmul(a, b, dtype=numpy.float32, **kwargs)
+    with numpy.errstate(over="ignore"):  # past float16's range is inf, as on a GPU
+        if out is None:
+            return product.astype(numpy.float16)
+        target = out[0] if isinstance(out, tuple) else out
+        target[...] = product
+        return target
 
 
 def _binary(ufunc, a, b):
@@ -421,7 +442,7 @@ def fuse(*args, **kwargs):
 class _NoKernel:
     def __init__(self, *args, **kwargs):
         raise NotImplementedError(f"the {_NAME} runs ElementwiseKernel (translating its C body, see "
-                                  f"strict_kernels.py) but not {type(self).__name__}: dlscratch uses none")
+                                  f"kernels.py) but not {type(self).__name__}: dlscratch uses none")
 
 
 class ReductionKernel(_NoKernel):
@@ -436,7 +457,6 @@ class RawModule(_NoKernel):
     pass
 
 
-from .strict_kernels import ElementwiseKernel  # noqa: E402, F401 (CuPy's name; strict_kernels needs the ndarray above)
 
 
 class _Namespace:

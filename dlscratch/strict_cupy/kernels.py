@@ -4,8 +4,8 @@ On a GPU, ``cupy.ElementwiseKernel(in_params, out_params, body, name)`` compiles
 in one thread per element: thread ``i`` reads element ``i`` of each plain parameter (broadcast together),
 may index ``raw`` parameters anywhere, and writes element ``i`` of each output. CI has no GPU, so without
 this the kernels in ``dlscratch/fast/`` would never run there. Here the body is read
-(``strict_kernel_parser.py``: the subset of C it accepts, and anything else refused by name) and run for
-every thread at once (``strict_kernel_threads.py``: C's arithmetic, float32 rounding included), so a
+(``kernel_parser.py``: the subset of C it accepts, and anything else refused by name) and run for
+every thread at once (``kernel_threads.py``: C's arithmetic, float32 rounding included), so a
 learner without a GPU can write a kernel and test it:
 
     from dlscratch import backend
@@ -24,14 +24,18 @@ The stand-in computes on the CPU with NumPy passes, tens of nanoseconds per thre
 more than ``FULL_RUN_THREADS`` threads whose kernel has a NumPy *twin* (``backend.elementwise_kernel(...,
 twin=)``: the same outputs from the same arguments, e.g. im2col by slices) runs its C body on a sample of
 threads (both ends and an even spread) and the twin for all of them, and raises ``KernelFault`` where the two
-disagree: training steps stay affordable in CI and the C is still checked at every launch.
+disagree. A training loop repeats the same launches thousands of times, so such a launch is checked the first
+``CHECKED_LAUNCHES`` times the kernel runs with the same shapes, dtypes and strides, and every
+``RECHECK_EVERY``-th time after; the others run the twin alone. Smaller launches run their C body whole, always.
+Where NVRTC is installed, every launch's source is also compiled first (``nvrtc.py``).
 """
 
 import numpy
 
-from . import ledger
-from .strict_kernel_parser import Parser, UnsupportedKernelCode
-from .strict_kernel_threads import AmbiguousForCuda, KernelFault, Raw, Run, Variable, convert
+from .. import ledger
+from . import arrays, nvrtc
+from .kernel_parser import Parser, UnsupportedKernelCode, as_cupy_writes
+from .kernel_threads import AmbiguousForCuda, KernelFault, Raw, Run, Variable, convert
 
 __all__ = ["AmbiguousForCuda", "ElementwiseKernel", "KernelFault", "UnsupportedKernelCode", "FULL_RUN_THREADS"]
 
@@ -46,6 +50,10 @@ _BLOCK = 1 << 18  # threads run together; bounds the temporaries' memory
 #: threads and sampling 73,728; 60 s now; this 2-core machine).
 FULL_RUN_THREADS = 1 << 15
 _SAMPLE_ENDS, _SAMPLE_SPREAD = 256, 1 << 12
+#: Which large launches check their C body on a sample: the first few of each kind (shapes, dtypes, strides) and
+#: then every so many. Checking every launch cost lesson 10's CNN 204 s of its 292 s on the stand-in (col2im's
+#: loops, interpreted); one launch in 25 keeps a long run spot-checked.
+CHECKED_LAUNCHES, RECHECK_EVERY = 3, 25
 #: How closely a float output computed in C must match the reference (NumPy's and CUDA's math differ in the last
 #: places, and sums in another order round differently).
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-6
@@ -81,10 +89,13 @@ class ElementwiseKernel:
 
     def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True, preamble="",
                  no_return=False, return_tuple=False, twin=None, **kwargs):
+        self.in_params, self.out_params, self.operation, self.preamble = in_params, out_params, operation, preamble
+        self.options = tuple(kwargs.get("options", ()))
         self.inputs, self.outputs = _parameters(in_params, False), _parameters(out_params, True)
         self.params = self.inputs + self.outputs
         self.name, self.no_return, self.return_tuple = name, no_return, return_tuple
         self.twin = twin
+        self.launches = {}  # large launches so far, by kind (due_for_check)
         if twin is not None and any(p.raw for p in self.outputs):
             raise ValueError(f"kernel {name!r}: a twin cannot stand for raw outputs (threads may write anywhere)")
         placeholders = {p.type for p in self.params if p.placeholder}
@@ -95,8 +106,6 @@ class ElementwiseKernel:
             raise UnsupportedKernelCode(f"kernel {name!r}: {exc}") from None
 
     def __call__(self, *args, size=None, block_size=None, stream=None):
-        from . import strict_cupy
-
         if len(args) not in (len(self.inputs), len(self.params)):
             raise TypeError(f"kernel {self.name!r} takes {len(self.inputs)} or {len(self.params)} arguments, "
                             f"got {len(args)}")
@@ -108,15 +117,26 @@ class ElementwiseKernel:
             outputs.append(numpy.empty(shape, types.get(p.type) or numpy.dtype(p.type)))
             ledger.record("allocation", f"ElementwiseKernel {self.name} output")
         values = values[:len(self.inputs)] + outputs
+        nvrtc.check(self, values, types, shape, size)  # where NVRTC is installed: CUDA's own verdict
         ledger.record("kernel", f"ElementwiseKernel {self.name}")
         if self.twin is not None and int(numpy.prod(shape)) > FULL_RUN_THREADS:
-            self.run_sampled(values, types, shape)
+            if self.due_for_check(values):
+                self.run_sampled(values, types, shape)
+            else:
+                self.twin(*values)
         else:
             self.run(values, types, shape)
-        wrapped = [strict_cupy._wrap(a) for a in outputs]
+        wrapped = [arrays._wrap(a) for a in outputs]
         if self.no_return:
             return None
         return tuple(wrapped) if self.return_tuple or len(wrapped) > 1 else wrapped[0]
+
+    def due_for_check(self, values):
+        """Whether this large launch checks its C body (``CHECKED_LAUNCHES``, ``RECHECK_EVERY``); counts it."""
+        kind = tuple((v.shape, v.dtype.str, v.strides) if isinstance(v, numpy.ndarray) else type(v).__name__
+                     for v in values)
+        count = self.launches[kind] = self.launches.get(kind, 0) + 1
+        return count <= CHECKED_LAUNCHES or count % RECHECK_EVERY == 0
 
     def decide_types(self, values):
         types = {}
@@ -149,12 +169,20 @@ class ElementwiseKernel:
         return shape
 
     def run(self, values, types, shape):
-        """Every thread, a block at a time, each block's outputs written back."""
+        """Every thread, a block at a time, each block's outputs written back. A plain operand that is strided or
+        broadcast is copied into C order once for the whole launch (its blocks are then slices of the copy, not
+        gathers by coordinates: a Keras CNN's step on the stand-in spent most of its time in those), and a
+        strided output is written back from its copy at the end."""
         total = int(numpy.prod(shape))
+        staged = [_in_c_order(v, shape) if isinstance(v, numpy.ndarray) and not p.raw else v
+                  for p, v in zip(self.params, values)]
         for first in range(0, total, _BLOCK):
             block = _Block(shape, numpy.arange(first, min(first + _BLOCK, total), dtype=numpy.int64), first)
-            for array, computed in self.run_block(values, types, block, total):
+            for array, computed in self.run_block(staged, types, block, total):
                 block.write(array, computed)
+        for original, copy in zip(values[len(self.inputs):], staged[len(self.inputs):]):
+            if copy is not original:
+                original[...] = copy
 
     def run_sampled(self, values, types, shape):
         """A sample of the threads in C, all of them in the twin; raises ``KernelFault`` where they differ."""
@@ -174,9 +202,9 @@ class ElementwiseKernel:
         """Runs ``block``'s threads; returns ``[(output array, the threads' values)]`` for the plain outputs."""
         run = Run(self, types, block.lanes, total)
         scope, outputs = run.frame.scopes[0], []
-        scope["i"] = Variable("i", numpy.dtype("int64"), block.lanes, const=True)
+        scope["i"] = Variable("i", numpy.dtype("l"), block.lanes, const=True)  # CuPy's loop index: ptrdiff_t
         for p, v in zip(self.params, values):
-            dtype = types[p.type] if p.placeholder else numpy.dtype(p.type)
+            dtype = as_cupy_writes(types[p.type] if p.placeholder else numpy.dtype(p.type))
             if p.raw:
                 scope[p.name] = Raw(p.name, v, p.output)
                 continue
@@ -187,6 +215,13 @@ class ElementwiseKernel:
                 outputs.append((v, scope[p.name]))
         run.block(self.body, numpy.arange(len(block.lanes)))
         return [(array, variable.values) for array, variable in outputs]
+
+
+def _in_c_order(array, shape):
+    """``array`` broadcast to the threads' ``shape`` in C order: itself when it already is, else a copy."""
+    if array.shape == shape and array.flags.c_contiguous:
+        return array
+    return numpy.ascontiguousarray(numpy.broadcast_to(array, shape))
 
 
 def _sample(total):
@@ -241,16 +276,14 @@ class _Block:
 
 def _unwrap(value, parameter, kernel):
     """A stand-in array's NumPy array (a scalar stays a scalar); host arrays are refused as CuPy refuses them."""
-    from . import strict_cupy
-
-    if type(value) is strict_cupy.ndarray:
+    if type(value) is arrays.ndarray:
         array = value._a
         if parameter.raw and not parameter.placeholder and array.dtype != numpy.dtype(parameter.type):
             raise TypeError(f"kernel {kernel!r}: raw argument {parameter.name!r} is {array.dtype}, "
                             f"declared {parameter.type}")
         return array
     if isinstance(value, numpy.ndarray):
-        strict_cupy._refuse(value, f"kernel {kernel!r} argument {parameter.name!r}")
+        arrays._refuse(value, f"kernel {kernel!r} argument {parameter.name!r}")
     if parameter.raw or parameter.output:
         raise TypeError(f"kernel {kernel!r}: argument {parameter.name!r} must be a device array, got {type(value)}")
     if not isinstance(value, (int, float, bool, numpy.generic)):

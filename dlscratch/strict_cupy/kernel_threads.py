@@ -1,4 +1,4 @@
-"""A kernel's tree (``strict_kernel_parser.py``) run for many threads at once, with C's arithmetic.
+"""A kernel's tree (``kernel_parser.py``) run for many threads at once, with C's arithmetic.
 
 Each variable holds one value per thread in a NumPy array (a constant that every thread shares is one 0-d
 array). A statement runs for a set of threads, given as their sorted positions in the block, and returns
@@ -16,7 +16,7 @@ import math
 
 import numpy
 
-from .strict_kernel_parser import UnsupportedKernelCode, arithmetic_type, promote_integer
+from .kernel_parser import UnsupportedKernelCode, arithmetic_type, as_cupy_writes, c_name, promote_integer
 
 
 class KernelFault(RuntimeError):
@@ -30,8 +30,8 @@ class AmbiguousForCuda(UnsupportedKernelCode):
     types are known, as CuPy compiles a kernel at its first call for the types of that call."""
 
 
-#: the mixed integer pairs that CUDA's math_functions.hpp declares ``min``/``max`` for: same width, one unsigned
-_MIXED_MIN_MAX = {frozenset({"int32", "uint32"}), frozenset({"int64", "uint64"})}
+#: the mixed integer pairs (NumPy type codes) that CUDA declares ``min``/``max`` for: same type, one unsigned
+_MIXED_MIN_MAX = {frozenset("iI"), frozenset("lL"), frozenset("qQ")}
 
 
 # --- execution: every thread at once ----------------------------------------------------------------------------
@@ -253,7 +253,7 @@ class Run:
         if kind == "name":
             return self.read(node, threads)
         if kind == "size":
-            return numpy.asarray(self.size, numpy.int64), numpy.dtype("int64")
+            return numpy.asarray(self.size, numpy.int64), numpy.dtype("l")  # ptrdiff_t
         if kind == "index":
             return self.read(node, threads)
         if kind == "binary":
@@ -345,7 +345,7 @@ class Run:
         variable = self.lookup(target[1], line)
         if isinstance(variable, Raw):
             where = self.element(variable, index, threads, line)
-            return variable.array[where], variable.array.dtype
+            return variable.array[where], as_cupy_writes(variable.array.dtype)
         if variable.values.ndim == 2:
             k = self.constant(index, line)
             return variable.values[threads, k], variable.dtype
@@ -416,7 +416,7 @@ class Run:
             raise UnsupportedKernelCode(f"{self.where(line)}: writing to {raw.name!r}, an input (make it an "
                                         "output parameter)")
         where = self.element(raw, target[2], threads, line)
-        dtype = raw.array.dtype
+        dtype = as_cupy_writes(raw.array.dtype)
         if operator != "=":
             value = self.combine(operator, (raw.array[where], dtype), value, threads)
         new = numpy.broadcast_to(convert(value, dtype), threads.shape)
@@ -469,10 +469,11 @@ class Run:
         if len(values) != 2:
             raise UnsupportedKernelCode(f"{self.where(line)}: {name} takes 2 arguments")
         first, second = (promote_integer(v[1]) for v in values)
-        if (first.kind in "iu" and second.kind in "iu" and first != second
-                and frozenset({first.name, second.name}) not in _MIXED_MIN_MAX):
-            raise AmbiguousForCuda(f"{self.where(line)}: {name}({first.name}, {second.name}): no CUDA overload takes "
-                                   "these two integer types, so NVRTC rejects the call as ambiguous; cast one argument")
+        if (first.kind in "iu" and second.kind in "iu" and first.char != second.char
+                and frozenset(first.char + second.char) not in _MIXED_MIN_MAX):
+            raise AmbiguousForCuda(f"{self.where(line)}: {name}({c_name(first)}, {c_name(second)}): no CUDA overload "
+                                   "takes these two integer types, so NVRTC rejects the call as ambiguous; cast one "
+                                   "argument")
         dtype = arithmetic_type(values[0][1], values[1][1])
         a, b = (convert(v, dtype) for v in values)
         return (numpy.fmin if name == "min" else numpy.fmax)(a, b), dtype
@@ -488,7 +489,7 @@ class Run:
         old = raw.array[where]
         added = numpy.broadcast_to(convert(self.value(arguments[1], threads), raw.array.dtype), threads.shape)
         numpy.add.at(raw.array, where, added)
-        return old, raw.array.dtype
+        return old, as_cupy_writes(raw.array.dtype)
 
     def call_function(self, name, values, threads, line):
         template, returns, parameters, body = self.functions[name]
