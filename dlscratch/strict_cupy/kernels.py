@@ -117,7 +117,7 @@ class ElementwiseKernel:
             outputs.append(numpy.empty(shape, types.get(p.type) or numpy.dtype(p.type)))
             ledger.record("allocation", f"ElementwiseKernel {self.name} output")
         values = values[:len(self.inputs)] + outputs
-        nvrtc.check(self, values, types, shape, size)  # where NVRTC is installed: CUDA's own verdict
+        nvrtc.check(self, values, shape, size)  # where NVRTC is installed: CUDA's own verdict
         ledger.record("kernel", f"ElementwiseKernel {self.name}")
         if self.twin is not None and int(numpy.prod(shape)) > FULL_RUN_THREADS:
             if self.due_for_check(values):

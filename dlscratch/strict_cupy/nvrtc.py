@@ -102,12 +102,12 @@ def summary():
             "failures": sum(c.error is not None for c in done), "archs": sorted({c.arch for c in done})}
 
 
-def check(kernel, values, types, shape, size):
+def check(kernel, values, shape, size):
     """Compile ``kernel``'s source for this launch (once per signature and target); raise ``CudaCompileError``
     with NVRTC's message if it does not compile. Nothing happens where NVRTC is not installed.
 
     ``values``: the launch's arguments as the stand-in holds them (NumPy arrays and scalars, outputs included),
-    ``types``: the placeholder types the stand-in decided, ``shape``: the threads' shape, ``size``: ``size=``.
+    ``shape``: the threads' shape, ``size``: ``size=``. The placeholder types are CuPy's, decided from the arrays.
     """
     cupy, _ = _load()
     if cupy is None or 0 in shape:  # CuPy launches nothing (and compiles nothing) for no threads
