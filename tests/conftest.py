@@ -16,7 +16,8 @@ test is skipped, saying why, where there is none. ``no_gpu`` does the opposite, 
 what happens without one.
 
 With CuPy and NVRTC installed (CI's newest-Python lane), the stand-in compiles each kernel launch's source before
-it runs it; the session's summary then says how many sources compiled, for which targets.
+it runs it; the session's summary then says how many sources compiled, for which targets. The ``nvrtc`` fixture
+gives a test of the compile check the stand-in, and skips it where NVRTC is missing.
 
 The ``path`` fixture runs one test body on the reference path and on the fast path
 (``dlscratch.paths``); ``fast_path`` runs a test of a fast-only variant on the fast path even when
@@ -90,6 +91,21 @@ def stand_in():
     backend is as it was afterwards."""
     with dl_backend.on_the_stand_in() as stand_in_module:
         yield stand_in_module
+
+
+@pytest.fixture
+def nvrtc(stand_in):
+    """The stand-in, compiling each kernel launch with NVRTC first (``strict_cupy/nvrtc.py``): for a test of the
+    compile check. Skipped, saying why, where CuPy or NVRTC is missing; with ``DLSCRATCH_REQUIRE_NVRTC=1`` (CI's
+    newest-Python lane) that fails instead."""
+    from dlscratch.strict_cupy import nvrtc as strict_nvrtc
+
+    reason = strict_nvrtc.unavailable_reason()
+    if reason:
+        if os.environ.get("DLSCRATCH_REQUIRE_NVRTC") == "1":
+            pytest.fail(f"DLSCRATCH_REQUIRE_NVRTC=1, but the compile check cannot run: {reason}")
+        pytest.skip(reason)
+    return stand_in
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """The strict CuPy stand-in runs ElementwiseKernels by translating their C (dlscratch/strict_cupy/kernels.py): C's
 arithmetic, the faults a GPU would not report, and every kernel of dlscratch/fast/ against the reference path."""
 
-import os
 
 import numpy as np
 import pytest
@@ -27,13 +26,9 @@ def the_stand_in_on_its_own(monkeypatch):
 
 
 @pytest.fixture
-def with_nvrtc(stand_in, monkeypatch):
+def with_nvrtc(monkeypatch, request):
     monkeypatch.delenv("DLSCRATCH_NVRTC")
-    reason = strict_nvrtc.unavailable_reason()
-    if reason:
-        if os.environ.get("DLSCRATCH_REQUIRE_NVRTC") == "1":
-            pytest.fail(f"DLSCRATCH_REQUIRE_NVRTC=1, but NVRTC cannot compile here: {reason}")
-        pytest.skip(reason)
+    return request.getfixturevalue("nvrtc")  # conftest.py: skipped where NVRTC is missing
 
 
 def run(body, *args, params="T x", out="T y", preamble="", **kwargs):

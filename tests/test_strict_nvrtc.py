@@ -38,16 +38,6 @@ PLANTED = {  # a mistake planted in a kernel source that compiles, and what NVRT
 }
 
 
-@pytest.fixture
-def nvrtc(stand_in):
-    reason = strict_nvrtc.unavailable_reason()
-    if reason:
-        if os.environ.get("DLSCRATCH_REQUIRE_NVRTC") == "1":
-            pytest.fail(f"DLSCRATCH_REQUIRE_NVRTC=1, but the compile check cannot run: {reason}")
-        pytest.skip(reason)
-    return stand_in
-
-
 def library_kernel_names():
     """The names of the library's CUDA kernels, read from its source."""
     names = set()

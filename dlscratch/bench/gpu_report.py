@@ -117,10 +117,9 @@ def plan(args, gpu):
     # One lesson at a time, in order: lesson 10 reads the myframework/ files that the exercises of 03-07 write, and
     # lessons run side by side would share the GPU and the CPU that their timing claims compare. Some of the
     # lessons only: the earlier lessons' files are written first, as their solutions write them.
-    pytest_run = ["-m", "pytest", "-q", "-p", "no:cacheprovider", *lessons]
-    if lessons != every:
-        pytest_run = ["-c", WRITE_FRAMEWORK_THEN_PYTEST, *pytest_run[2:]]
-    parts.append(Part("lessons", "lessons", python + pytest_run, {**env, "DLSCRATCH_QUICK": "1"}))
+    pytest_args = ["-q", "-p", "no:cacheprovider", *lessons]
+    start = ["-m", "pytest"] if lessons == every else ["-c", WRITE_FRAMEWORK_THEN_PYTEST]
+    parts.append(Part("lessons", "lessons", python + start + pytest_args, {**env, "DLSCRATCH_QUICK": "1"}))
     suites = [s for s in args.suites.split(",") if s] if args.suites is not None else SUITES
     quick = ["--quick"] if args.short else []
     for suite in suites:

@@ -225,7 +225,6 @@ def _apply_ufunc(ufunc, method, args, kwargs):
     return result
 
 
-
 def _half_operands(args, kwargs):
     return (len(args) == 2 and "dtype" not in kwargs
             and all(isinstance(a, numpy.ndarray) and a.dtype == numpy.float16 for a in args))
