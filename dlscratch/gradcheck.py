@@ -60,15 +60,20 @@ def _weighted_sum(outputs, weights):
 def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, seed=0):
     """Compare ``fn``'s backward with float64 central differences; return a ``GradcheckReport``.
 
-    ``inputs``: tensors or arrays. Floating-point ones are copied to float64 and checked;
-    others (integer labels, say) are passed through unchanged. An element passes when
-    ``|analytic - numeric| <= atol + rtol * |numeric|``. Raises ``GradcheckError`` on failure
-    unless ``raise_exception=False``.
+    ``inputs``: passed separately, ``gradcheck(fn, x, w)``, or as one tuple or list, PyTorch's
+    ``gradcheck(fn, (x, w))``. Floating-point tensors and arrays are copied to float64 and
+    checked; anything else (integer labels, a Python float, None) is passed through unchanged.
+    An element passes when ``|analytic - numeric| <= atol + rtol * |numeric|``. Raises
+    ``GradcheckError`` on failure unless ``raise_exception=False``.
     """
+    if len(inputs) == 1 and isinstance(inputs[0], (tuple, list)):
+        inputs = tuple(inputs[0])
     xs = [_as_float64(x) for x in inputs]
     checked = [i for i, x in enumerate(xs) if isinstance(x, Tensor) and x.requires_grad]
     if not checked:
-        raise ValueError("gradcheck: no floating-point input to check")
+        got = ", ".join(_describe(x) for x in inputs)
+        raise ValueError(f"gradcheck: no floating-point input to check among ({got}); pass floating-point "
+                         "tensors or arrays as gradcheck(fn, x, w) or gradcheck(fn, (x, w))")
     outputs = _outputs(fn, xs)
     rng = numpy.random.default_rng(seed)
     weights = [
@@ -97,6 +102,11 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
     if not report.ok and raise_exception:
         raise GradcheckError(str(report))
     return report
+
+
+def _describe(x):
+    """``x``'s type, with its dtype when it has one: ``ndarray of int64``."""
+    return f"{type(x).__name__} of {x.dtype}" if hasattr(x, "dtype") else type(x).__name__
 
 
 def _as_float64(x):

@@ -16,6 +16,7 @@ from dlscratch import backend, ledger, nn, optim, paths
 from dlscratch.amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
 from dlscratch.creation import manual_seed
 from dlscratch.data import load_mnist
+from dlscratch.grad_mode import no_grad
 from dlscratch.tensor import Tensor
 
 F16, F32, F64 = numpy.dtype(numpy.float16), numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
@@ -127,6 +128,93 @@ def test_outside_autocast_not_one_more_launch(path):
     with autocast():
         mixed = step_events(F.conv2d, F.linear, F.cross_entropy)
     assert mixed["kernel"] > public["kernel"]  # the casts, forward and backward
+
+
+# ----- each parameter cast once per block -----
+
+def cast_weight(y):
+    """The float16 weight a ``linear`` output ``y`` was computed from (the ``Cast`` node's output)."""
+    return y.creator.inputs[1]
+
+
+def test_a_parameter_is_cast_once_per_block_and_its_gradients_add_up(path, xp):
+    lin, x1, x2 = nn.Linear(6, 3), leaf(xp, 4, 6, seed=1), leaf(xp, 4, 6, seed=2)
+    lin.to("gpu" if xp is not numpy else "cpu")
+    grads = {}
+    for cache_enabled in (True, False):
+        lin.zero_grad()
+        with autocast(cache_enabled=cache_enabled):
+            y1, y2 = lin(x1), lin(x2)
+        assert (cast_weight(y1) is cast_weight(y2)) == cache_enabled
+        (y1.float().sum() + (y2.float() * 2).sum()).backward()
+        grads[cache_enabled] = host(lin.weight.grad), host(lin.bias.grad)
+    for kept, fresh in zip(*grads.values()):  # kept: the two uses' float16 gradients added in float16, as PyTorch
+        assert kept.dtype == F32
+        numpy.testing.assert_allclose(kept, fresh, rtol=2 ** -10)
+
+
+def test_a_parameter_is_cast_once_per_block_on_the_device():
+    with backend.on_the_stand_in() as stand_in:
+        model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)).to("gpu")
+        batches = [leaf(stand_in, 4, 6, seed=s, requires_grad=False) for s in range(3)]
+        launches = {}
+        for cache_enabled in (True, False):
+            with backend.ledger() as book, autocast(cache_enabled=cache_enabled):
+                for x in batches:
+                    model(x)
+            launches[cache_enabled] = book.total("kernel")
+    # four parameters cast twice fewer times: two batches more, each cast one launch
+    assert launches[False] - launches[True] == 4 * 2
+
+
+def test_a_parameter_written_in_the_block_is_cast_again(path):
+    lin, x = nn.Linear(6, 3), leaf(numpy, 4, 6)
+    lin.weight.grad = Tensor(numpy.ones((3, 6), numpy.float32))
+    with autocast():
+        before = lin(x)
+        optim.SGD([lin.weight], lr=0.5).step()  # an in-place write: the version moves
+        after = lin(x)
+    assert cast_weight(after) is not cast_weight(before)
+    numpy.testing.assert_array_equal(host(cast_weight(after)), host(lin.weight).astype(F16))
+
+
+def test_a_cast_made_without_recording_is_not_reused_to_record(path):
+    lin, x = nn.Linear(6, 3), leaf(numpy, 4, 6)
+    with autocast():
+        with no_grad():
+            lin(x)
+        lin(x).float().sum().backward()
+    assert lin.weight.grad is not None and numpy.abs(host(lin.weight.grad)).sum() > 0
+
+
+def test_the_kept_casts_go_when_the_outermost_block_ends(path):
+    lin, x = nn.Linear(6, 3), leaf(numpy, 4, 6)
+    with autocast():
+        first = cast_weight(lin(x))
+        with autocast(enabled=False):
+            lin(x)
+        with autocast():
+            assert cast_weight(lin(x)) is first  # an inner block keeps the outer block's casts
+        assert cast_weight(lin(x)) is first
+    with autocast():
+        assert cast_weight(lin(x)) is not first
+
+
+def test_two_backward_passes_in_one_block_each_reach_the_parameter(path, xp):
+    lin = nn.Linear(6, 3)
+    lin.to("gpu" if xp is not numpy else "cpu")
+    batches = leaf(xp, 4, 6, seed=1), leaf(xp, 4, 6, seed=2)
+    separately = []
+    for x in batches:
+        lin.zero_grad()
+        with autocast():
+            lin(x).float().sum().backward()
+        separately.append(host(lin.weight.grad))
+    lin.zero_grad()
+    with autocast():
+        for x in batches:  # gradient accumulation inside one block: one kept cast, two backward passes
+            lin(x).float().sum().backward()
+    numpy.testing.assert_array_equal(host(lin.weight.grad), separately[0] + separately[1])
 
 
 def test_the_fast_versions_stay_registered():

@@ -104,8 +104,6 @@ def test_state_dict_round_trip():
     restored.load_state_dict(scaler.state_dict())
     assert restored.state_dict() == {"scale": 256.0, "growth_factor": 4.0, "backoff_factor": 0.25,
                                      "growth_interval": 5, "_growth_tracker": 3}
-    with pytest.raises(ValueError, match="needs the keys"):
-        restored.load_state_dict({"scale": 1.0})
 
 
 def test_scale_of_a_list_and_refusals():
@@ -118,8 +116,9 @@ def test_scale_of_a_list_and_refusals():
     half.sum().backward()
     with pytest.raises(ValueError, match="keep the parameters .master weights. in float32"):
         GradScaler().unscale_(optim.SGD([half], lr=1.0))
-    for kwargs, message in [({"init_scale": 0}, "init_scale must be positive"),
-                            ({"growth_factor": 1.0}, "growth_factor must be above 1"),
+    for kwargs, message in [({"init_scale": 0}, "init_scale must be a positive finite number, got 0"),
+                            ({"init_scale": np.inf}, "init_scale must be a positive finite number, got inf"),
+                            ({"growth_factor": 1.0}, "growth_factor must be a finite number above 1"),
                             ({"backoff_factor": 1.0}, "backoff_factor must be between 0 and 1"),
                             ({"growth_interval": 0}, "growth_interval must be a positive int")]:
         with pytest.raises(ValueError, match=message):
@@ -130,3 +129,43 @@ def test_a_numpy_integer_growth_interval_is_taken_and_a_bool_refused():
     assert GradScaler(growth_interval=np.int64(5)).state_dict()["growth_interval"] == 5
     with pytest.raises(ValueError, match="growth_interval must be a positive int"):
         GradScaler(growth_interval=True)
+
+
+SAVED = {"scale": 8.0, "growth_factor": 4.0, "backoff_factor": 0.25, "growth_interval": 5, "_growth_tracker": 2}
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("scale", -1.0, "scale must be a positive finite number, got -1.0"),
+    ("scale", float("nan"), "scale must be a positive finite number, got nan"),
+    ("scale", float("inf"), "scale must be a positive finite number, got inf"),
+    ("scale", "8", "scale must be a positive finite number, got '8'"),
+    ("growth_factor", 1.0, "growth_factor must be a finite number above 1, got 1.0"),
+    ("backoff_factor", 2.0, "backoff_factor must be between 0 and 1, got 2.0"),
+    ("growth_interval", 0, "growth_interval must be a positive int, got 0"),
+    ("growth_interval", 2.5, "growth_interval must be a positive int, got 2.5"),
+    ("_growth_tracker", -1, r"_growth_tracker must be an int in \[0, growth_interval\) = \[0, 5\), got -1"),
+    ("_growth_tracker", 5, r"_growth_tracker must be an int in \[0, growth_interval\) = \[0, 5\), got 5"),
+])
+def test_load_state_dict_refuses_what_the_constructor_refuses_and_changes_nothing(key, value, message):
+    scaler = GradScaler(init_scale=1024.0, growth_interval=3)
+    before = scaler.state_dict()
+    with pytest.raises(ValueError, match=f"GradScaler.load_state_dict: {message}"):
+        scaler.load_state_dict({**SAVED, key: value})
+    assert scaler.state_dict() == before  # not even the valid entries were taken
+
+
+def test_load_state_dict_refuses_missing_and_unknown_keys_and_changes_nothing():
+    scaler = GradScaler(init_scale=1024.0)
+    before = scaler.state_dict()
+    missing = r"missing \['growth_factor', 'backoff_factor', 'growth_interval', '_growth_tracker'\], unknown \[\]"
+    with pytest.raises(ValueError, match=r"needs the keys .* of a state_dict\(\); " + missing):
+        scaler.load_state_dict({"scale": 1.0})
+    with pytest.raises(ValueError, match=r"missing \[\], unknown \['growth_tracker'\]"):
+        scaler.load_state_dict({**SAVED, "growth_tracker": 0})
+    with pytest.raises(ValueError, match=r"empty \(saved from a GradScaler with enabled=False\); load one saved from"):
+        scaler.load_state_dict({})
+    with pytest.raises(TypeError, match="expected the dict of a GradScaler.state_dict.., got list"):
+        scaler.load_state_dict([("scale", 1.0)])
+    assert scaler.state_dict() == before
+    scaler.load_state_dict(SAVED)
+    assert scaler.state_dict() == SAVED

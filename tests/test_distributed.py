@@ -1,10 +1,15 @@
 """Data-parallel training over MPI (dlscratch.distributed): 2 ranks under ``mpiexec`` train the weights that one
-process trains at the ranks' batches together; a failing rank stops the others; models that differ are refused;
-a checkpoint resumes on another world size. The ranks run tests/distributed/worker.py."""
+process trains at the ranks' batches together; a failing rank stops the others, and so do a rank that leaves
+early and a collective past its timeout; models that differ are refused; reductions that a dtype cannot hold
+are refused before any message; a checkpoint resumes on another world size. The ranks run
+tests/distributed/worker.py."""
 
+import json
 import os
 import subprocess
 import sys
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +30,12 @@ needs_mpi = pytest.mark.skipif(not dist.is_available() or MPIEXEC is None,
                                reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
 
 
-def mpiexec(ranks, *args, env=None, check=True):
+def mpiexec(ranks, *args, env=None, check=True, timeout=TIMEOUT):
     """Run the worker on ``ranks`` processes; the finished process (its output in ``stdout``, ``stderr``)."""
     command = [MPIEXEC, "-n", str(ranks), sys.executable, str(WORKER), *map(str, args)]
     root = str(Path(dlscratch.__file__).parent.parent)  # the ranks import the dlscratch under test
     path = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
-    done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "DLSCRATCH_DEVICE": "cpu", "PYTHONPATH": path, **(env or {})})
     if check:
         assert done.returncode == 0, f"mpiexec failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
@@ -58,6 +63,23 @@ def test_one_process_is_rank_0_of_1_and_collectives_leave_tensors_as_they_are():
         dist.all_reduce(t, "mean")
     with pytest.raises(ValueError, match="src must be a rank"):
         dist.broadcast(t, 1)
+
+
+def test_an_average_of_integers_or_booleans_is_refused_before_it_changes_anything():
+    dist.init_process_group()
+    for dtype in ("int64", "int8", "uint8", "bool"):
+        t = dlscratch.tensor(np.array([1, 10]).astype(dtype))
+        with pytest.raises(TypeError, match=f"all_reduce: op 'avg' needs a floating-point tensor, got {dtype}"):
+            dist.all_reduce(t, dist.ReduceOp.AVG)
+        np.testing.assert_array_equal(t.numpy(), np.array([1, 10]).astype(dtype))
+    with pytest.raises(TypeError, match="all_reduce: cannot reduce a complex64 tensor"):
+        dist.all_reduce(np.ones(2, np.complex64))
+
+
+def test_a_timeout_must_be_a_timedelta():
+    for bad in (5, timedelta(0)):
+        with pytest.raises(ValueError, match="init_process_group: timeout must be a datetime.timedelta > 0"):
+            dist.init_process_group(timeout=bad)
 
 
 NO_MPI4PY = """
@@ -135,6 +157,25 @@ def test_the_sampler_gives_disjoint_shares_whose_batches_make_one_processs_batch
     for bad in (dict(rank=3), dict(num_replicas=0), dict(rank=-1)):
         with pytest.raises(ValueError):
             dist.DistributedSampler(dataset, **{"num_replicas": 3, **bad})
+
+
+def test_the_sampler_pads_and_shares_as_pytorchs_and_says_that_its_shuffled_order_differs():
+    pytorchs = {(10, 3, False): [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]],  # shuffle=False, from PyTorch 2.13
+                (10, 3, True): [[0, 3, 6], [1, 4, 7], [2, 5, 8]],
+                (10, 4, False): [[0, 4, 8], [1, 5, 9], [2, 6, 0], [3, 7, 1]], (2, 3, False): [[0], [1], [0]]}
+    for (n, k, drop_last), shares in pytorchs.items():
+        assert [list(dist.DistributedSampler(range(n), k, r, shuffle=False, drop_last=drop_last))
+                for r in range(k)] == shares
+        shuffled = [list(dist.DistributedSampler(range(n), k, r, drop_last=drop_last)) for r in range(k)]
+        order = [share[i] for i in range(len(shares[0])) for share in shuffled]  # the padded permutation
+        assert [len(s) for s in shuffled] == [len(s) for s in shares]
+        if drop_last:  # the permutation cut to a multiple of k
+            assert len(order) == n // k * k and len(set(order)) == len(order)
+        else:  # padded with its own first indices, as PyTorch pads
+            assert sorted(order[:n]) == list(range(n)) and order[n:] == order[:len(order) - n]
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    for text in (" ".join((dist.DistributedSampler.__doc__ or "").split()), " ".join(readme.split())):
+        assert "NumPy's generator" in text and "order differs from PyTorch's" in text
 
 
 def test_a_loader_with_a_sampler_follows_it_and_refuses_shuffle():
@@ -228,6 +269,47 @@ def test_a_message_needs_another_rank():
     for call in (lambda: dist.send(t, 1), lambda: dist.recv(t), lambda: dist.isend(t, 0), lambda: dist.irecv(t, 0)):
         with pytest.raises(RuntimeError, match="a message needs two processes"):
             call()
+
+
+@needs_mpi
+@pytest.mark.parametrize("env", [{}, {"DLSCRATCH_STRICT_GPU": "1"}], ids=["cpu", "stand-in"])
+def test_every_op_on_every_dtype_as_pytorch_and_a_refusal_changes_nothing_on_either_rank(tmp_path, env):
+    mpiexec(2, "ops", tmp_path / "ops.json", env=env)
+    expected = {"sum": [3, 20], "product": [2, 100], "min": [1, 10], "max": [2, 10], "avg": [1.5, 10.0]}
+    for rank, results in enumerate(json.loads((tmp_path / "ops.json").read_text())):
+        for device in ("cpu", "gpu") if env else ("cpu",):
+            for dtype in worker.DTYPES:  # PyTorch on gloo: bool sums are "or", products "and"; avg only of floats
+                got = {op: results[f"{device} {dtype} {op}"] for op in expected}
+                if dtype == "bool":
+                    assert [got[op] for op in ("sum", "product", "min", "max")] == [
+                        [True, True], [True, False], [True, False], [True, True]]
+                else:
+                    ops = expected if dtype.startswith("float") else {k: v for k, v in expected.items() if k != "avg"}
+                    assert {op: got[op] for op in ops} == ops, (rank, device, dtype)
+                if not dtype.startswith("float"):
+                    assert got["avg"] == {"unchanged": True, "error": (
+                        f"all_reduce: op 'avg' needs a floating-point tensor, got {dtype} (the mean of integers or "
+                        "booleans is not one); convert first with .float(), or reduce with 'sum' and divide")}
+        assert results["after"] == [2.0, 2.0]  # the refusals sent nothing: the ranks are still in step
+
+
+@needs_mpi
+@pytest.mark.parametrize("how", ["return", "destroy"])
+def test_a_rank_that_leaves_early_stops_the_ranks_that_wait_for_it_naming_it(tmp_path, how):
+    start = time.monotonic()
+    done = mpiexec(2, "leave", tmp_path / "none.npz", how, check=False, timeout=30)
+    assert done.returncode != 0 and time.monotonic() - start < 15
+    assert "[rank 0 of 2]" in done.stderr
+    assert ("DistributedDataParallel's all-reduce of the gradients: rank 1 left the process group" in done.stderr
+            and "while rank 0 waits for it" in done.stderr)
+
+
+@needs_mpi
+def test_a_collective_that_waits_past_the_groups_timeout_stops_every_rank_naming_it(tmp_path):
+    start = time.monotonic()
+    done = mpiexec(2, "late", tmp_path / "none.npz", check=False, timeout=30)
+    assert done.returncode != 0 and time.monotonic() - start < 15
+    assert "all_reduce: rank 0 waited 1 s (init_process_group's timeout) for rank 1" in done.stderr
 
 
 @needs_mpi

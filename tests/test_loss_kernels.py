@@ -68,3 +68,37 @@ def test_fit_and_evaluate_report_the_bad_label_not_a_divergence(stand_in, fast_p
             fit(model, F.cross_entropy, optim.SGD(model.parameters(), lr=0.1), loader, epochs=1, progress=False)
         else:
             evaluate(model, loader, F.cross_entropy)
+
+
+def exact_cross_entropy(z, y, reduction):
+    """Loss and gradient of ``z`` (float64 arithmetic), the sum of the per-sample losses as ``reduction`` asks."""
+    z = z.astype(np.float64)
+    log_p = z - z.max(axis=1, keepdims=True)
+    log_p -= np.log(np.exp(log_p).sum(axis=1, keepdims=True))
+    losses = -log_p[np.arange(len(y)), y]
+    grad = np.exp(log_p)
+    grad[np.arange(len(y)), y] -= 1
+    if reduction == "mean":
+        return losses.mean(), grad / len(y)
+    return (losses.sum(), grad) if reduction == "sum" else (losses, grad)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_float16_logits_run_on_the_kernels_and_sum_in_float32(stand_in, fast_path, reduction):
+    z, y = logits_and_labels(n=64, c=1000, seed=3)
+    z = z.astype(np.float16)
+    zg = dlscratch.tensor(B.to_gpu(z), requires_grad=True)
+    with B.ledger() as book:
+        loss = F.cross_entropy(zg, dlscratch.tensor(B.to_gpu(y)), reduction=reduction)
+        loss.sum().backward()
+    assert {"ElementwiseKernel dlscratch_cross_entropy", "ElementwiseKernel dlscratch_cross_entropy_backward"} <= {
+        what for _, _, what, _ in book.by_site("kernel")}
+    assert loss.dtype == np.float16 and zg.grad.dtype == np.float16
+    want_loss, want_grad = exact_cross_entropy(z, y, reduction)
+    # one float16 rounding of a value computed in float32: half a unit in the last place, 2^-11 relative
+    np.testing.assert_allclose(loss.detach().numpy(), want_loss, rtol=2 ** -11)
+    np.testing.assert_allclose(zg.grad.numpy(), want_grad, rtol=2 ** -11, atol=2 ** -24)
+    with dlscratch.reference():  # float16 all the way: its sum of 1,000 exponentials loses digits
+        in_float16 = F.cross_entropy(dlscratch.tensor(z), dlscratch.tensor(y), reduction=reduction)
+    kernel_error = np.abs(loss.detach().numpy() - want_loss).max()
+    assert kernel_error <= np.abs(in_float16.detach().numpy() - want_loss).max()

@@ -67,3 +67,33 @@ def test_gradcheck_leaves_the_caller_s_array_unchanged():
 def test_gradcheck_is_independent_of_memory_order(x):
     assert gradcheck(_square, x)
     assert not gradcheck(lambda t: ZeroBackwardSquare()(t), x, raise_exception=False)
+
+
+def test_gradcheck_takes_the_inputs_as_one_tuple_as_pytorch_does():
+    x, w = _base(2, 3), _base(3, 4)
+    separate = gradcheck(lambda a, b: a @ b, x, w)
+    for inputs in ((x, w), [x, w]):  # torch.autograd.gradcheck(fn, (x, w)); a list is taken as a tuple there too
+        report = gradcheck(lambda a, b: a @ b, inputs)
+        assert report and report == separate and report.checked == x.size + w.size
+    with pytest.raises(GradcheckError, match="FAILED"):
+        gradcheck(lambda t, s: ZeroBackwardSquare()(t) * s, (x, 2.0))
+
+
+def test_a_tuple_passes_its_non_tensors_through_unchecked():
+    x = _base(3, 4)
+    seen = []
+
+    def fn(t, scale, label, rows, index):
+        seen.append((scale, label, rows, index.dtype.kind))
+        return t[index] * scale * len(rows)
+
+    report = gradcheck(fn, (x, 2.5, None, [1, 2], np.array([2, 0])))
+    assert report and report.checked == x.size
+    assert seen[0] == (2.5, None, [1, 2], "i")
+
+
+def test_a_tuple_without_a_floating_point_input_is_refused_with_both_forms_named():
+    with pytest.raises(ValueError, match=r"no floating-point input to check among \(float, NoneType\); pass "
+                                         r"floating-point tensors or arrays as gradcheck\(fn, x, w\) or "
+                                         r"gradcheck\(fn, \(x, w\)\)"):
+        gradcheck(lambda s, n: s * 2, (2.0, None))

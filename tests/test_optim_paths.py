@@ -53,6 +53,30 @@ def test_both_paths_give_the_same_parameters_and_state(name):
             np.testing.assert_allclose(fast_state[key], value, rtol=1e-6, err_msg=key)
 
 
+@pytest.mark.parametrize("name", CONFIGS)
+def test_blocks_of_one_row_give_the_bits_of_one_block(name, fast_path, monkeypatch):
+    """The fast updates run on blocks of rows (``fast_optim.BLOCK_BYTES``): cut into blocks of one row, a
+    parameter gets the same bits as in one block; also with its gradient in Fortran order, and a 0-d one."""
+
+    def five_steps(block_bytes):
+        monkeypatch.setattr(fast_optim, "BLOCK_BYTES", block_bytes)
+        rng = np.random.default_rng(3)
+        params = [nn.Parameter(np.asarray(rng.standard_normal(shape), np.float32)) for shape in ((5, 3), (7,), ())]
+        opt = CONFIGS[name](params)
+        for _ in range(5):
+            for p in params:
+                p.grad = dlscratch.tensor(np.array(rng.standard_normal(p.shape), np.float32, order="F"))
+            opt.step()
+        return params, opt
+
+    one_block, one_opt = five_steps(1 << 30)
+    blocks, opt = five_steps(1)
+    for p, q in zip(one_block, blocks):
+        np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
+        for key, value in one_opt.state[p].items():
+            np.testing.assert_array_equal(opt.state[q][key], value, err_msg=key)
+
+
 def test_pick_gives_the_fast_update_on_the_fast_path_and_the_reference_one_inside_reference(fast_path):
     assert paths.pick(optim.SGD._update) is fast_optim.sgd_update
     with dlscratch.reference():

@@ -147,3 +147,31 @@ def test_the_pruned_weight_is_current_after_load_state_dict_a_cast_and_a_step(ba
     np.testing.assert_allclose(cpu(SparseLinear(model)(x)), product, rtol=1e-5)
     int8 = QuantizedLinear(model, 1.0, 0)
     np.testing.assert_allclose(cpu(int8.weight) * cpu(int8.weight_scale)[:, None], expected, atol=0.01)
+
+
+def test_an_optimizer_built_before_pruning_keeps_training_the_same_parameter(backend):
+    # loss = layer(x).sum() has the constant gradient G[i, j] = sum_n x[n, j], so SGD with momentum 0.9 is
+    # exact by hand: pruned, the gradient is G * mask (buffer G * mask); after remove, G again.
+    weights = [[0.5, -0.1, 3.0, 0.2], [-2.0, 0.05, -0.3, 1.0]]
+    layer = linear_with(weights, backend)
+    x = np.array([[1.0, 2.0, -1.0, 0.5], [0.3, -0.7, 2.0, 1.0]], dtype=np.float32)
+    weight = layer.weight
+    optimizer = optim.SGD(layer.parameters(), lr=0.1, momentum=0.9)
+
+    def step():
+        optimizer.zero_grad()
+        layer(dlscratch.tensor(backend.asarray(x))).sum().backward()
+        optimizer.step()
+
+    prune.l1_unstructured(layer, "weight", amount=0.5)
+    assert layer.weight_orig is weight
+    step()
+    prune.remove(layer, "weight")
+    assert layer.weight is weight and "weight_orig" not in dict(layer.named_parameters())
+    step()
+    step()
+    mask = np.array([[1, 0, 1, 0], [1, 0, 0, 1]], dtype=np.float32)
+    G = np.ones((2, 1), np.float32) * x.sum(axis=0)
+    # buffers: G*mask, then 0.9 G*mask + G, then 0.81 G*mask + 1.9 G; remove zeroes the pruned entries
+    expected = np.asarray(weights) * mask - 0.1 * (2.71 * G * mask + 2.9 * G)
+    np.testing.assert_allclose(cpu(layer.weight), expected, rtol=1e-5, atol=1e-6)

@@ -1,5 +1,6 @@
 """dlscratch.quantization: the affine int8 map, exact int8 matrix products, the int8 Linear and Conv2d against the
-float64 arithmetic they stand for, and quantize_model on a small CNN."""
+float64 arithmetic they stand for, quantize_model on a small CNN, and
+what they refuse: an uncalibrated layer, NaN inputs, a backward."""
 
 import numpy as np
 import pytest
@@ -180,3 +181,57 @@ def test_a_calibration_batch_with_nan_is_refused():
     batch[1, 2] = np.nan
     with pytest.raises(ValueError, match="reached Linear with inf or NaN"):
         quantize_model(model, [dlscratch.tensor(batch)])
+
+
+class TwoHeads(nn.Module):
+    """Calibration runs ``forward(x)``, which takes head 0: head 1 is never reached."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.heads = nn.Sequential(nn.Linear(4, 2), nn.Linear(4, 2))
+
+    def forward(self, x, head=0):
+        return self.heads[head](self.features(x))
+
+
+def test_a_layer_calibration_never_reached_is_refused_by_name():
+    dlscratch.manual_seed(0)
+    batch = dlscratch.tensor(np.random.default_rng(8).standard_normal((16, 4)).astype(np.float32))
+    with pytest.raises(ValueError, match=r"quantize_model: calibration never reached heads\.1 \(Linear\)"):
+        quantize_model(TwoHeads(), [batch])
+
+
+@pytest.mark.parametrize("cast", [nn.Module.half, nn.Module.double, lambda m: m.to(np.float16)])
+def test_a_float_cast_leaves_the_int8_layers_as_they_are(backend, cast):
+    model = small_cnn()
+    x = dlscratch.tensor(backend.asarray(np.random.default_rng(9).uniform(0, 1, (4, 1, 8, 8)).astype(np.float32)))
+    quantized = quantize_model(model, [x])
+    before = dl_backend.to_cpu(quantized(x).data)
+    cast(quantized)
+    assert {name: str(b.dtype) for name, b in quantized[4].named_buffers()} == {
+        "weight": "int8", "weight_scale": "float32", "bias": "float32", "input_scale": "float32",
+        "input_zero_point": "int32"}
+    np.testing.assert_array_equal(dl_backend.to_cpu(quantized(x).data), before)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_an_int8_layer_refuses_nan_and_inf(backend, bad):
+    dlscratch.manual_seed(0)
+    conv = QuantizedConv2d(nn.Conv2d(1, 2, 3), *activation_params(0, 1))
+    x = backend.zeros((1, 1, 5, 5), dtype=np.float32)
+    x[0, 0, 2, 3] = bad
+    with pytest.raises(ValueError, match="QuantizedConv2d: the input holds NaN or inf"):
+        conv(dlscratch.tensor(x))
+
+
+def test_backward_into_an_int8_layer_names_it_and_says_to_train_the_float_model():
+    dlscratch.manual_seed(0)
+    first, int8 = nn.Linear(3, 4), QuantizedLinear(nn.Linear(4, 2), *activation_params(-2, 2))
+    x = dlscratch.tensor(np.ones((2, 3), np.float32))
+    out = int8(first(x))
+    with dlscratch.no_grad():
+        np.testing.assert_array_equal(out.detach().numpy(), int8(first(x)).numpy())
+    with pytest.raises(RuntimeError, match=r"QuantizedLinear \(2, 4\) is int8 and has no backward.*train the float "
+                                           r"model, then quantize"):
+        out.sum().backward()

@@ -3,8 +3,8 @@
 non-finite gradient stops ``fit`` before its update, naming the parameter.
 
 The step under an exception must leave the weights and the optimizer state of no step or of a complete
-one: raised after each parameter's update in turn, from a signal handler while the step is written, and
-from a timer at random moments.
+one: raised after each parameter's update in turn, from a signal handler while the step is written, from
+a timer at random moments, and from NumPy for an update that overflows.
 """
 
 import contextlib
@@ -12,6 +12,7 @@ import contextvars
 import random
 import signal
 import time
+import warnings
 
 import numpy
 import pytest
@@ -201,6 +202,38 @@ def test_a_timer_interrupt_at_random_moments_never_splits_a_step(name, path):
             except AssertionError:  # the interrupt came after the step returned, before it was counted
                 assert_same(got, expected[min(done + 1, steps)])
     assert interrupted >= runs // 4, f"only {interrupted} of {runs} runs were interrupted: the timer missed"
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+@pytest.mark.parametrize("mode", ["raise", "warn as error", "warn"])
+def test_a_floating_point_error_in_a_step_arrives_before_it_or_once_it_is_whole(name, mode, path):
+    """A gradient of 3e38 in the third of four parameters overflows its update. The reference path computes
+    every update before it writes, so a ``FloatingPointError`` (``numpy.errstate(all="raise")``), or the
+    warning turned into an error, comes before anything is written; the fast path computes as it writes, so
+    NumPy's error is held back until the step is whole. A warning leaves the step whole on both paths."""
+
+    def with_an_overflow():
+        params = with_gradients(list(mlp().parameters()))
+        params[2].grad.data[0, 0] = 3e38
+        return params, OPTIMIZERS[name](params)
+
+    params, optimizer = with_an_overflow()
+    with numpy.errstate(all="ignore"):
+        optimizer.step()
+    whole = snapshot(params, optimizer)
+    params, optimizer = with_an_overflow()
+    before, settings = snapshot(params, optimizer), numpy.geterr()
+    with warnings.catch_warnings(record=mode == "warn") as caught, numpy.errstate(all=mode.split()[0]):
+        warnings.simplefilter("always" if mode == "warn" else "error", RuntimeWarning)
+        if mode == "warn":
+            optimizer.step()
+        else:
+            with pytest.raises(FloatingPointError if mode == "raise" else RuntimeWarning, match="overflow"):
+                optimizer.step()
+    assert_same(snapshot(params, optimizer), before if path == "reference" and mode != "warn" else whole)
+    assert numpy.geterr() == settings
+    if mode == "warn":
+        assert any("overflow" in str(w.message) for w in caught)
 
 
 def loader():

@@ -474,6 +474,9 @@ WRONG = {
         ("the wrapped outputs kept", "L = len(d)\nreturn np.fft.irfft(np.fft.rfft(d) * np.conj(np.fft.rfft(g, L)), L)"),
         ("irfft's length left out", "L = len(d)\nreturn np.fft.irfft(np.fft.rfft(d) * np.conj(np.fft.rfft(g, L)))"
          "[:L - len(g) + 1]"),
+        ("no FFT at all", 'return np.correlate(d, g, "valid")'),
+        ("the complex FFT, not the real one", "L = len(d)\n"
+         "return np.fft.ifft(np.fft.fft(d) * np.conj(np.fft.fft(g, L))).real[:L - len(g) + 1]"),
     ],
     "13-1": [
         ("the largest pruned instead", "xp = backend.get_array_module(weight)\nk = int(round(amount * weight.size))\n"

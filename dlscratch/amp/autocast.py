@@ -18,6 +18,16 @@ a float32 parameter gets a float32 ``.grad``. A training step::
 
 The state is per thread, and a block restores the state it found. Outside every block the decorated
 functions cost one attribute test and nothing else: no cast, no extra array or kernel launch.
+
+**The weights are cast once per block.** A model that runs twice in one block (two batches, or a weight
+shared by two layers) would otherwise cast each parameter again at every use: one more float16 copy and,
+on a GPU, one more launch each time. As PyTorch does, a cast of a leaf tensor that requires a gradient (a
+parameter) is kept until the outermost block ends, and every later use in the block reuses it; the uses'
+float16 gradients add up in the one ``Cast`` node (in float16, as in PyTorch), which sends the sum to the
+parameter in float32. The kept cast is
+made again when the parameter was written in place since (an optimizer step inside the block: its version
+counter moved) or when it was made without recording (``no_grad``) and the graph is recorded now.
+``autocast(cache_enabled=False)`` casts at every use.
 """
 
 import functools
@@ -25,12 +35,19 @@ import threading
 
 import numpy
 
+from ..grad_mode import is_grad_enabled
+
 FLOAT32 = numpy.dtype(numpy.float32)
 
 
 class _AutocastState(threading.local):
     enabled = False
     dtype = numpy.dtype(numpy.float16)
+    cache_enabled = True
+    depth = 0  # blocks entered and not yet left; the casts are kept while it is above 0
+
+    def __init__(self):
+        self.casts = {}  # id(parameter) -> (parameter, (its array, its version, recorded?, dtype), cast)
 
 
 _state = _AutocastState()
@@ -63,34 +80,40 @@ def _checked_dtype(dtype):
 class autocast:  # noqa: N801  (PyTorch's name)
     """Context manager (or decorator) that turns mixed precision on, ``enabled=True``, or off, for its block.
 
-    ``dtype``: the low precision of the float16 list, ``numpy.float16``. Blocks nest; each restores the outer
-    state when it ends, also on an exception."""
+    ``dtype``: the low precision of the float16 list, ``numpy.float16``. ``cache_enabled``: keep each
+    parameter's cast until the outermost block ends (above). Blocks nest; each restores the outer state when
+    it ends, also on an exception."""
 
-    def __init__(self, dtype=numpy.float16, enabled=True):
-        if not isinstance(enabled, bool):
-            raise TypeError(f"autocast: enabled must be True or False, got {enabled!r}")
-        self.dtype, self.enabled = _checked_dtype(dtype), enabled
+    def __init__(self, dtype=numpy.float16, enabled=True, cache_enabled=True):
+        for name, value in (("enabled", enabled), ("cache_enabled", cache_enabled)):
+            if not isinstance(value, bool):
+                raise TypeError(f"autocast: {name} must be True or False, got {value!r}")
+        self.dtype, self.enabled, self.cache_enabled = _checked_dtype(dtype), enabled, cache_enabled
         self._outer = []
 
     def __enter__(self):
-        self._outer.append((_state.enabled, _state.dtype))
-        _state.enabled, _state.dtype = self.enabled, self.dtype
+        self._outer.append((_state.enabled, _state.dtype, _state.cache_enabled))
+        _state.enabled, _state.dtype, _state.cache_enabled = self.enabled, self.dtype, self.cache_enabled
+        _state.depth += 1
         return self
 
     def __exit__(self, *exc_info):
-        _state.enabled, _state.dtype = self._outer.pop()
+        _state.enabled, _state.dtype, _state.cache_enabled = self._outer.pop()
+        _state.depth -= 1
+        if _state.depth == 0:
+            _state.casts.clear()
         return False
 
     def __call__(self, function):
         @functools.wraps(function)
         def run(*args, **kwargs):
-            with autocast(self.dtype, self.enabled):
+            with autocast(self.dtype, self.enabled, self.cache_enabled):
                 return function(*args, **kwargs)
 
         return run
 
     def __repr__(self):
-        return f"autocast(dtype={self.dtype}, enabled={self.enabled})"
+        return f"autocast(dtype={self.dtype}, enabled={self.enabled}, cache_enabled={self.cache_enabled})"
 
 
 def _cast(value, source, target):
@@ -98,7 +121,18 @@ def _cast(value, source, target):
     ``source``; anything else (integers, float64, Python numbers, None) as it is."""
     if getattr(value, "dtype", None) != source:
         return value
-    return value.astype(target)
+    if not (_state.cache_enabled and getattr(value, "requires_grad", False) and value.is_leaf):
+        return value.astype(target)
+    key = (value.data, value._version, is_grad_enabled(), target)  # what the kept cast was made from
+    kept = _state.casts.get(id(value))
+    if kept is None or kept[0] is not value or not _same(kept[1], key):
+        kept = _state.casts[id(value)] = (value, key, value.astype(target))
+    return kept[2]
+
+
+def _same(made_from, now):
+    """Whether a kept cast was made from the array ``now`` names, at its version, recording as now."""
+    return made_from[0] is now[0] and made_from[1:] == now[1:]
 
 
 def _casting(function, source_of, target_of):

@@ -15,10 +15,34 @@ overflow the scale doubles, so it stays near the largest that works. A training 
 Powers of two as scale and factors make scaling and unscaling exact in floating point.
 """
 
+import math
 import numbers
 
 from .. import backend
 from ..tensor import Tensor
+
+STATE_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
+
+
+def _is_real(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_settings(operation, scale_name, scale, growth_factor, backoff_factor, growth_interval):
+    """Refuse a scale or a rule that would stall or break the scale sequence (the constructor's and
+    ``load_state_dict``'s checks); a NaN or infinite scale, for one, would skip every step."""
+    if not (_is_real(scale) and 0 < scale < math.inf):
+        raise ValueError(f"{operation}: {scale_name} must be a positive finite number, got {scale!r}")
+    if not (_is_real(growth_factor) and 1 < growth_factor < math.inf):
+        raise ValueError(f"{operation}: growth_factor must be a finite number above 1, got {growth_factor!r}")
+    if not (_is_real(backoff_factor) and 0 < backoff_factor < 1):
+        raise ValueError(f"{operation}: backoff_factor must be between 0 and 1, got {backoff_factor!r}")
+    if not (_is_int(growth_interval) and growth_interval >= 1):
+        raise ValueError(f"{operation}: growth_interval must be a positive int, got {growth_interval!r}")
 
 
 class GradScaler:
@@ -27,15 +51,7 @@ class GradScaler:
 
     def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
                  enabled=True):
-        if not init_scale > 0:
-            raise ValueError(f"GradScaler: init_scale must be positive, got {init_scale}")
-        if not growth_factor > 1:
-            raise ValueError(f"GradScaler: growth_factor must be above 1, got {growth_factor}")
-        if not 0 < backoff_factor < 1:
-            raise ValueError(f"GradScaler: backoff_factor must be between 0 and 1, got {backoff_factor}")
-        if not (isinstance(growth_interval, numbers.Integral) and not isinstance(growth_interval, bool)
-                and growth_interval >= 1):
-            raise ValueError(f"GradScaler: growth_interval must be a positive int, got {growth_interval!r}")
+        _check_settings("GradScaler", "init_scale", init_scale, growth_factor, backoff_factor, growth_interval)
         self._enabled = bool(enabled)
         self._scale = float(init_scale)
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
@@ -129,13 +145,26 @@ class GradScaler:
                 "growth_interval": self._growth_interval, "_growth_tracker": self._growth_tracker}
 
     def load_state_dict(self, state_dict):
+        """Take a ``state_dict()``'s scale and rules, checked as the constructor checks them; a refused one changes
+        nothing."""
         if not self._enabled:
             return
-        needed = {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}
-        if not isinstance(state_dict, dict) or not needed <= set(state_dict):
-            raise ValueError(f"GradScaler.load_state_dict needs the keys {sorted(needed)} of a state_dict()")
-        self._scale = float(state_dict["scale"])
-        self._growth_factor = float(state_dict["growth_factor"])
-        self._backoff_factor = float(state_dict["backoff_factor"])
-        self._growth_interval = int(state_dict["growth_interval"])
-        self._growth_tracker = int(state_dict["_growth_tracker"])
+        operation = "GradScaler.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"{operation}: expected the dict of a GradScaler.state_dict(), "
+                            f"got {type(state_dict).__name__}")
+        if not state_dict:
+            raise ValueError(f"{operation}: the state_dict is empty (saved from a GradScaler with enabled=False); "
+                             "load one saved from an enabled GradScaler")
+        missing = [key for key in STATE_KEYS if key not in state_dict]
+        unknown = sorted(map(str, set(state_dict) - set(STATE_KEYS)))
+        if missing or unknown:
+            raise ValueError(f"{operation} needs the keys {list(STATE_KEYS)} of a state_dict(); missing {missing}, "
+                             f"unknown {unknown}")
+        scale, growth, backoff, interval, tracker = (state_dict[key] for key in STATE_KEYS)
+        _check_settings(operation, "scale", scale, growth, backoff, interval)
+        if not (_is_int(tracker) and 0 <= tracker < interval):
+            raise ValueError(f"{operation}: _growth_tracker must be an int in [0, growth_interval) = [0, {interval}), "
+                             f"got {tracker!r}")
+        self._scale, self._growth_factor, self._backoff_factor = float(scale), float(growth), float(backoff)
+        self._growth_interval, self._growth_tracker = int(interval), int(tracker)

@@ -3,15 +3,18 @@
 Host arrays go to MPI as they are (mpi4py reads NumPy's buffer directly). GPU arrays go through NCCL
 (``cupy.cuda.nccl``) when every rank has a GPU of its own, and through host memory otherwise: copied to
 the host, reduced by MPI, copied back. Outside a group (one process) every collective leaves the tensor
-as it is.
+as it is. An op that a dtype cannot hold is refused on every rank before any message: the tensor is left as
+it was, and the ranks still in step.
 """
+
+import functools
 
 import numpy
 
 from .. import backend
 from ..tensor import Tensor
 from . import nccl
-from .process_group import communicator, get_world_size
+from .process_group import communicator, get_world_size, mpi, start_collective, watched
 
 
 class ReduceOp:
@@ -35,22 +38,35 @@ def array_of(tensor, caller):
 
 
 def all_reduce(tensor, op=ReduceOp.SUM):
-    """Replace ``tensor``'s values by their combination over every rank (``op``: sum by default), in place."""
+    """Replace ``tensor``'s values by their combination over every rank (``op``: sum by default), in place.
+    Bool tensors combine as PyTorch's do: sum and max are "or", product and min "and"; avg needs floats."""
     if op not in _OPS:
         raise ValueError(f"all_reduce: op must be one of {list(_OPS)}, got {op!r}")
     array = array_of(tensor, "all_reduce")
+    _check_reducible(op, array.dtype)
     comm = communicator()
     if comm is None or get_world_size() == 1:
         return tensor
-    if backend.is_gpu_array(array) and nccl.usable():
+    if backend.is_gpu_array(array) and nccl.takes(array.dtype) and nccl.usable():
         nccl.all_reduce(array, op)
     else:
         through_host(array, lambda host: _reduce_on_host(comm, host, op))
     return tensor
 
 
+def _check_reducible(op, dtype):
+    """Refuse, before any message, a dtype that cannot be reduced, and the mean of integers or bools (PyTorch's
+    NCCL backend refuses it too)."""
+    if dtype.kind not in "biuf":
+        raise TypeError(f"all_reduce: cannot reduce a {dtype} tensor; use a bool, integer or floating-point one")
+    if op == ReduceOp.AVG and dtype.kind != "f":
+        raise TypeError(f"all_reduce: op 'avg' needs a floating-point tensor, got {dtype} (the mean of integers or "
+                        "booleans is not one); convert first with .float(), or reduce with 'sum' and divide")
+
+
 def _reduce_on_host(comm, host, op):
-    comm.Allreduce(_in_place(), host, op=_mpi_op(op))
+    ops, in_place = _mpi_ops()
+    watched(start_collective(), "all_reduce", comm.Allreduce, in_place, host, op=ops[op, host.dtype.kind == "b"])
     if op == ReduceOp.AVG:
         host /= get_world_size()
 
@@ -63,10 +79,10 @@ def broadcast(tensor, src=0):
         raise ValueError(f"broadcast: src must be a rank in [0, {get_world_size()}), got {src!r}")
     if comm is None or get_world_size() == 1:
         return tensor
-    if backend.is_gpu_array(array) and nccl.usable():
+    if backend.is_gpu_array(array) and nccl.takes(array.dtype) and nccl.usable():
         nccl.broadcast(array, src)
     else:
-        through_host(array, lambda host: comm.Bcast(host, root=src))
+        through_host(array, lambda host: watched(start_collective(), "broadcast", comm.Bcast, host, root=src))
     return tensor
 
 
@@ -86,23 +102,21 @@ def barrier():
     """Wait until every rank has reached this point."""
     comm = communicator()
     if comm is not None:
-        comm.Barrier()
+        watched(start_collective(), "barrier", comm.Barrier)
 
 
 def all_gather_object(value):
     """Every rank's ``value`` (any picklable object), as a list indexed by rank."""
     comm = communicator()
-    return [value] if comm is None else comm.allgather(value)
+    return [value] if comm is None else watched(start_collective(), "all_gather_object", comm.allgather, value)
 
 
-def _in_place():
-    from mpi4py import MPI
-
-    return MPI.IN_PLACE
-
-
-def _mpi_op(op):
-    from mpi4py import MPI
-
-    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
-            ReduceOp.MAX: MPI.MAX}[op]
+@functools.cache
+def _mpi_ops():
+    """MPI's op for each (op, whether the values are bools) and MPI's in-place marker, made once. MPI has no sum
+    of bools: "or" and "and"."""
+    MPI = mpi()
+    ops = {(ReduceOp.SUM, False): MPI.SUM, (ReduceOp.AVG, False): MPI.SUM, (ReduceOp.PRODUCT, False): MPI.PROD,
+           (ReduceOp.MIN, False): MPI.MIN, (ReduceOp.MAX, False): MPI.MAX, (ReduceOp.SUM, True): MPI.LOR,
+           (ReduceOp.PRODUCT, True): MPI.LAND, (ReduceOp.MIN, True): MPI.LAND, (ReduceOp.MAX, True): MPI.LOR}
+    return ops, MPI.IN_PLACE

@@ -26,7 +26,10 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from . import nccl
 from .collectives import all_gather_object, broadcast
-from .process_group import communicator, get_rank, get_world_size
+from .process_group import communicator, get_rank, get_world_size, mpi, start_collective, watched
+
+#: the gradients' all-reduce, as the watchdog's messages name it (``watchdog.py``)
+REDUCTION = "DistributedDataParallel's all-reduce of the gradients"
 
 
 class DistributedDataParallel(Module):
@@ -107,16 +110,16 @@ class _Pass:
             nccl.all_reduce(flat, "sum")  # queued on the stream: nothing to wait for on the host
             self.requests.append((bucket, flat, None, None))
             return
-        from mpi4py import MPI
-
-        host = backend.to_cpu(flat)
-        self.requests.append((bucket, flat, host, communicator().Iallreduce(MPI.IN_PLACE, host, op=MPI.SUM)))
+        host, number = backend.to_cpu(flat), start_collective()
+        request = communicator().Iallreduce(mpi().IN_PLACE, host, op=mpi().SUM)
+        self.requests.append((bucket, flat, host, (request, number)))
 
     def wait_and_write(self):
         world = get_world_size()
-        for bucket, flat, host, request in self.requests:
-            if request is not None:
-                request.Wait()
+        for bucket, flat, host, pending in self.requests:
+            if pending is not None:
+                request, number = pending
+                watched(number, REDUCTION, request.Wait)
             mean = (host if host is not None else flat) / world
             if backend.is_gpu_array(flat) and host is not None:
                 mean = backend.get_array_module(flat).asarray(mean)

@@ -56,13 +56,15 @@ def _min():
     return MPI.MIN
 
 
-def _nccl_type(array):
+def _types():
     nccl = backend.nccl_module()
-    types = {"float16": nccl.NCCL_FLOAT16, "float32": nccl.NCCL_FLOAT32, "float64": nccl.NCCL_FLOAT64,
-             "int32": nccl.NCCL_INT32, "int64": nccl.NCCL_INT64}
-    if array.dtype.name not in types:
-        raise TypeError(f"NCCL cannot reduce {array.dtype}; use a float or int32/int64 tensor")
-    return types[array.dtype.name]
+    return {"float16": nccl.NCCL_FLOAT16, "float32": nccl.NCCL_FLOAT32, "float64": nccl.NCCL_FLOAT64,
+            "int32": nccl.NCCL_INT32, "int64": nccl.NCCL_INT64}
+
+
+def takes(dtype):
+    """Whether NCCL reduces ``dtype`` values here (others go through host memory)."""
+    return backend.nccl_module() is not None and dtype.name in _types()
 
 
 def all_reduce(array, op):
@@ -70,11 +72,12 @@ def all_reduce(array, op):
     ops = {"sum": nccl.NCCL_SUM, "avg": nccl.NCCL_SUM, "product": nccl.NCCL_PROD, "min": nccl.NCCL_MIN,
            "max": nccl.NCCL_MAX}
     stream = backend.cupy.cuda.get_current_stream().ptr
-    _state["comm"].allReduce(array.data.ptr, array.data.ptr, array.size, _nccl_type(array), ops[op], stream)
+    _state["comm"].allReduce(array.data.ptr, array.data.ptr, array.size, _types()[array.dtype.name], ops[op],
+                            stream)
     if op == "avg":
         array /= get_world_size()
 
 
 def broadcast(array, src):
     stream = backend.cupy.cuda.get_current_stream().ptr
-    _state["comm"].bcast(array.data.ptr, array.size, _nccl_type(array), src, stream)
+    _state["comm"].bcast(array.data.ptr, array.size, _types()[array.dtype.name], src, stream)

@@ -8,16 +8,30 @@ the cluster's MPI works the same. Without mpi4py, or started without ``mpiexec``
 whole world: rank 0 of 1, and every collective is the identity.
 
 A rank that raises and does not catch the exception aborts the whole run (``MPI_Abort``), after printing
-its traceback with its rank: the other ranks would otherwise wait forever in their next collective.
+its traceback with its rank: the other ranks would otherwise wait forever in their next collective. A rank
+that leaves the group while the others still wait for it, or a collective that waits past ``timeout``, aborts
+the run too, with a message naming the collective and the ranks (``watchdog.py``).
 """
 
+import atexit
 import contextlib
+import functools
 import os
 import sys
 import time
 import traceback
+from datetime import timedelta
 
-_world = {"comm": None, "initialized": False}
+from .watchdog import Watchdog, abort
+
+#: how long a collective waits for the other ranks before the run is aborted (PyTorch's default for gloo)
+DEFAULT_TIMEOUT = timedelta(minutes=30)
+
+#: the group: its communicator, how many collectives this rank has started, and its watchdog (None outside a
+#: group of several, or with an MPI that does not allow threads to call it, MPI_THREAD_MULTIPLE)
+_world = {"comm": None, "initialized": False, "started": 0, "watchdog": None}
+#: the watchdogs of the groups this process has left, to finish at exit
+_left = []
 
 #: the variables that MPI launchers set in each process they start (MPICH's PMI, Open MPI, Slurm)
 _LAUNCHER_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
@@ -57,13 +71,19 @@ def launched_rank():
     return 0
 
 
-def init_process_group(backend="mpi"):
+def init_process_group(backend="mpi", *, timeout=None):
     """Join the processes started together (``mpiexec -n N``); PyTorch's name. ``backend``: "mpi" (the only
-    one; GPU arrays go through NCCL or host memory by themselves, ``collectives.py``). Calling it again
-    does nothing. Raises RuntimeError when started by a launcher with several processes but mpi4py is
+    one; GPU arrays go through NCCL or host memory by themselves, ``collectives.py``). ``timeout``: a
+    ``datetime.timedelta``, how long a collective may wait for the other ranks before the run is aborted (30
+    minutes when None, as PyTorch's). Every rank must call it, as in PyTorch (the ranks meet in it); calling it
+    again does nothing. Raises RuntimeError when started by a launcher with several processes but mpi4py is
     missing, since the ranks could not meet."""
     if backend != "mpi":
         raise ValueError(f"init_process_group: backend must be 'mpi', got {backend!r}")
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    if not isinstance(timeout, timedelta) or timeout <= timedelta(0):
+        raise ValueError(f"init_process_group: timeout must be a datetime.timedelta > 0 (PyTorch's type), "
+                         f"got {timeout!r}; for example timeout=datetime.timedelta(minutes=5)")
     if _world["initialized"]:
         return
     if not is_available():
@@ -72,11 +92,20 @@ def init_process_group(backend="mpi"):
                                "not installed, so they cannot meet; pip install mpi4py mpich")
         _world.update(comm=None, initialized=True)
         return
+    comm = mpi().COMM_WORLD
+    _world.update(comm=comm, initialized=True, started=0)
+    if comm.Get_size() > 1:
+        if mpi().Query_thread() == mpi().THREAD_MULTIPLE:
+            _world["watchdog"] = Watchdog(comm, timeout.total_seconds())
+        _abort_on_uncaught_exceptions(comm)
+
+
+@functools.cache
+def mpi():
+    """mpi4py's MPI module, imported once (an import inside a function costs more than a small all-reduce)."""
     from mpi4py import MPI
 
-    _world.update(comm=MPI.COMM_WORLD, initialized=True)
-    if MPI.COMM_WORLD.Get_size() > 1:
-        _abort_on_uncaught_exceptions(MPI.COMM_WORLD)
+    return MPI
 
 
 @contextlib.contextmanager
@@ -84,18 +113,50 @@ def using(comm):
     """Inside, the group is the MPI communicator ``comm`` (a part of the world, say, as the distributed
     benchmark measures 1, 2, ... ranks in one run); afterwards the group is as it was."""
     saved = dict(_world)
-    _world.update(comm=comm, initialized=True)
+    _world.update(comm=comm, initialized=True, watchdog=None)  # unwatched: the watchdog numbers the world's only
     try:
         yield
     finally:
-        _world.clear()
         _world.update(saved)
 
 
 def destroy_process_group():
-    """Leave the group (PyTorch's name): afterwards this process is rank 0 of 1 again. MPI itself stays
-    initialised until the process ends, as mpi4py arranges."""
-    _world.update(comm=None, initialized=False)
+    """Leave the group (PyTorch's name): every other rank gets this rank's notice (``watchdog.py``), and
+    afterwards this process is rank 0 of 1 again. MPI itself stays initialised until the process ends, as
+    mpi4py arranges."""
+    if _world["watchdog"] is not None:
+        _world["watchdog"].leave(_world["started"])
+        _left.append(_world["watchdog"])
+    _world.update(comm=None, initialized=False, started=0, watchdog=None)
+
+
+def _leave_at_exit():
+    """Leave the group, and wait for the other ranks' notices (``Watchdog.finish``)."""
+    destroy_process_group()
+    for watchdog in _left:
+        watchdog.finish()
+
+
+atexit.register(_leave_at_exit)
+
+
+def start_collective():
+    """This rank's number for the collective it starts now (1, 2, ...; every rank numbers its collectives alike)."""
+    _world["started"] += 1
+    return _world["started"]
+
+
+def watched(number, name, call, *args, **kwargs):
+    """``call(*args, **kwargs)``: a blocking MPI call in which this rank waits for the others in its collective
+    ``number``, called ``name`` in the watchdog's errors; the watchdog knows it meanwhile."""
+    watchdog = _world["watchdog"]
+    if watchdog is None:
+        return call(*args, **kwargs)
+    watchdog.waiting = (number, name, time.monotonic())
+    try:
+        return call(*args, **kwargs)
+    finally:
+        watchdog.waiting = None
 
 
 def is_initialized():
@@ -119,18 +180,5 @@ def get_world_size():
     return 1 if comm is None else comm.Get_size()
 
 
-#: seconds between printing a rank's error and aborting: MPI_Abort stops the launcher's relays too, and
-#: an error written just before could be lost on its way to the terminal (seen with MPICH's mpiexec)
-ABORT_DELAY = 0.5
-
-
 def _abort_on_uncaught_exceptions(comm):
-    def abort(kind, value, trace):
-        message = "".join(traceback.format_exception(kind, value, trace))
-        sys.stderr.write(f"[rank {comm.Get_rank()} of {comm.Get_size()}] {message}"
-                         f"[rank {comm.Get_rank()}] aborting every rank (MPI_Abort), so that none waits forever\n")
-        sys.stderr.flush()
-        time.sleep(ABORT_DELAY)
-        comm.Abort(1)
-
-    sys.excepthook = abort
+    sys.excepthook = lambda kind, value, trace: abort(comm, "".join(traceback.format_exception(kind, value, trace)))

@@ -21,6 +21,11 @@ from .process_group import get_rank, get_world_size
 
 
 class DistributedSampler:
+    """Rank ``rank``'s share of ``dataset``'s indices, a new permutation each epoch when ``shuffle``. The lengths,
+    the padding and how the permutation is dealt out follow PyTorch's rules, but the shuffled order differs from
+    PyTorch's: the permutation comes from NumPy's generator, not torch's (with ``shuffle=False`` the order is
+    PyTorch's)."""
+
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
         num_replicas = get_world_size() if num_replicas is None else num_replicas
         rank = get_rank() if rank is None else rank

@@ -13,8 +13,12 @@ subtraction are about twenty launches. Here:
   loss (``float``, ``.item()``, ``fit``'s progress) finds it not finite and asks the node why, and the node
   names the label.
 
-On NumPy the reference runs: its check costs no wait there.
+Float16 logits (a ``.half()`` model) are read as float32 by both kernels, which compute, sum and keep the row
+statistics in float32 (as PyTorch's CUDA loss does); the loss and the gradient come out in float16. On NumPy the
+reference runs: its check costs no wait there.
 """
+
+import numpy
 
 from .. import backend
 from ..functions.loss import CrossEntropy
@@ -23,25 +27,31 @@ from ..paths import fast_version_of
 
 _FORWARD = """
 const ptrdiff_t row = i * C;  // sample i's logits are z[row] .. z[row + C - 1]
-T top = z[row];
-for (ptrdiff_t k = 1; k < C; ++k) top = max(top, z[row + k]);
-T total = 0;
-for (ptrdiff_t k = 0; k < C; ++k) total += exp(z[row + k] - top);
+A top = z[row];
+for (ptrdiff_t k = 1; k < C; ++k) top = max(top, (A)z[row + k]);
+A total = 0;
+for (ptrdiff_t k = 0; k < C; ++k) total += exp((A)z[row + k] - top);
 shift = top;
 log_total = log(total);
 if (label < 0 || label >= C) {
     loss = not_a_number;  // explained on the host when the loss is read
 } else {
-    loss = -((z[row + label] - top) - log_total) * scale;
+    loss = -(((A)z[row + label] - top) - log_total) * scale;
 }
 """
 
 _BACKWARD = """
 const ptrdiff_t n_i = i / C;
-const T p = exp((z - shift[n_i]) - log_total[n_i]);
-const T upstream = per_sample ? gy[n_i] : gy[0] / divisor;
+const A p = exp(((A)z - shift[n_i]) - log_total[n_i]);
+const A upstream = per_sample ? (A)gy[n_i] : (A)gy[0] / divisor;
 g = ((i % C) == labels[n_i] ? p - 1 : p) * upstream;
 """
+
+
+def accumulator_dtype(dtype):
+    """The type the kernels compute in: float32 for float16 logits (as PyTorch's CUDA loss accumulates), the
+    logits' own type otherwise."""
+    return numpy.dtype(numpy.float32) if dtype == numpy.float16 else dtype
 
 
 class KernelCrossEntropy(CrossEntropy):
@@ -52,19 +62,20 @@ class KernelCrossEntropy(CrossEntropy):
         xp = backend.get_array_module(logits)
         n, c = logits.shape
         self.logits, self.labels = logits, labels
-        self.shift, self.log_total, losses = (xp.empty(n, dtype=logits.dtype) for _ in range(3))
+        accumulator = accumulator_dtype(logits.dtype)
+        self.shift, self.log_total, losses = (xp.empty(n, dtype=accumulator) for _ in range(3))
         scale = 1 / n if self.reduction == "mean" and n else 1
         kernel = backend.elementwise_kernel("raw T z, L label, int32 C, float32 scale, float32 not_a_number",
-                                            "T shift, T log_total, T loss", _FORWARD, "dlscratch_cross_entropy")
+                                            "A shift, A log_total, A loss", _FORWARD, "dlscratch_cross_entropy")
         kernel(logits, labels, c, scale, float("nan"), self.shift, self.log_total, losses)
-        if self.reduction == "none":
-            return losses
-        return losses.sum()
+        if self.reduction != "none":
+            losses = losses.sum()
+        return losses if accumulator == logits.dtype else losses.astype(logits.dtype)
 
     def backward(self, gy):
         xp = backend.get_array_module(gy)
         n, c = self.logits.shape
-        kernel = backend.elementwise_kernel("T z, raw T shift, raw T log_total, raw L labels, raw T gy, int32 C, "
+        kernel = backend.elementwise_kernel("T z, raw A shift, raw A log_total, raw L labels, raw T gy, int32 C, "
                                             "int32 per_sample, int32 divisor", "T g", _BACKWARD,
                                             "dlscratch_cross_entropy_backward")
         g = xp.empty_like(self.logits)
@@ -81,11 +92,7 @@ class KernelCrossEntropy(CrossEntropy):
 @fast_version_of(reference_cross_entropy)
 def cross_entropy(logits, labels, reduction="mean"):
     data = getattr(logits, "data", logits)
-    # float16 logits (a .half() model) take the reference's array operations: the kernels are written for float and
-    # double (the strict stand-in turns float16 - 1 into an integer: zero gradients), and would sum exponentials in
-    # float16. Inside autocast the logits arrive here as float32 and run on the kernels.
-    on_kernels = (backend.is_gpu_array(data) and backend.has_kernels() and data.ndim == 2 and data.size
-                  and data.dtype.itemsize >= 4)
+    on_kernels = backend.is_gpu_array(data) and backend.has_kernels() and data.ndim == 2 and data.size
     if not on_kernels:
         return CrossEntropy(reduction)(logits, labels)
     node = KernelCrossEntropy(reduction)

@@ -4,9 +4,11 @@
 
 - ``im2col``: the GEMM, ``2 N O C kh kw Ho Wo``; the copies do no arithmetic.
 - ``winograd`` F(m x m, 3 x 3), ``n = m + 2``, ``T = N ceil(Ho/m) ceil(Wo/m)`` tiles: the ``n^2`` GEMMs,
-  ``2 n^2 O C T``, plus the transforms as matrix products (input ``2 * 2 n^3`` per tile and channel, filter
-  ``2 (3 n 3 + n 3 n)`` per filter, output ``2 (m n n + m n m)`` per tile and output channel). Transforms
-  with whole-number entries need fewer operations than a product; counting them as products is an upper bound.
+  ``2 n^2 O C T``, plus the transforms as ``WinogradConv2d`` computes them, each one product with a Kronecker
+  matrix: input ``kron(BT, BT)`` (n^2, n^2), ``2 n^4`` per tile and channel; filter ``kron(G, G)`` (n^2, 9),
+  ``2 * 9 n^2`` per filter; output ``kron(AT, AT)`` (m^2, n^2), ``2 m^2 n^2`` per tile and output channel.
+  Nested (``BT @ d @ BT.T``, ``2 * 2 n^3``) the input transform would cost ``n / 2`` times less, and whole-number
+  entries need no multiplication at all: this counts the arithmetic the library does, not the least possible.
 - ``fft`` on the padded ``Hp x Wp`` grid: a real 2-D transform taken as ``2.5 Hp Wp log2(Hp Wp)`` (half of
   the complex ``5 n log2 n``), one per input image and channel, per filter, and one inverse per output image
   and channel; and the products, ``8 N O C Hp (Wp // 2 + 1)`` (a complex multiply and add is eight). Each
@@ -30,7 +32,7 @@ def conv_flops(method, x_shape, w_shape, padding=(0, 0), m=2):
         n = m + 2
         tiles = N * math.ceil(Ho / m) * math.ceil(Wo / m)
         gemms = 2 * n * n * O * C * tiles
-        transforms = 4 * n ** 3 * C * tiles + 2 * (9 * n + 3 * n * n) * O * C + 2 * (m * n * n + m * n * m) * O * tiles
+        transforms = 2 * n ** 4 * C * tiles + 2 * 9 * n * n * O * C + 2 * m * m * n * n * O * tiles
         return gemms + transforms
     if method == "fft":
         transform = 2.5 * Hp * Wp * math.log2(Hp * Wp)

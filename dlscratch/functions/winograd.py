@@ -23,9 +23,12 @@ transforms apply on both sides of each ``n x n`` input tile and ``3 x 3`` filter
 and the product ``*`` summed over input channels is, for each of the ``n * n`` tile positions, one matrix
 product ``(O, C) @ (C, tiles)``: n^2 GEMMs replace im2col's one, each ``m^2 * 9 / n^2`` times smaller
 (2.25x fewer multiplications for F(2x2, 3x3), 4x for F(4x4, 3x3)). The price is accuracy: the transforms'
-entries grow with m, and float32 loses more digits (``tests/test_winograd.py`` measures it).
+entries grow with m, and float32 loses more digits (``tests/test_winograd.py`` measures it). Float16
+inputs (a ``.half()`` model, or ``conv2d`` under ``amp.autocast``) are transformed and multiplied in float32 and
+only the output is rounded to float16: in float16 throughout, F(4x4)'s relative error was 1.1%, 20x im2col's.
 """
 
+import functools
 from fractions import Fraction
 from math import lcm
 
@@ -63,6 +66,15 @@ def transforms(m, r=3, points=None):
 def as_arrays(matrices, xp=numpy, dtype=numpy.float32):
     """The exact matrices of ``transforms`` as arrays of ``dtype``."""
     return tuple(xp.asarray([[float(x) for x in row] for row in matrix], dtype=dtype) for matrix in matrices)
+
+
+@functools.cache
+def kron_transforms(m, xp, dtype, device=None):
+    """``(kron(AT, AT) (m*m, n*n), kron(G, G) (n*n, 9), kron(BT, BT) (n*n, n*n))`` of F(m x m, 3 x 3) as ``xp``
+    arrays of ``dtype``, made once per tile size, array module, dtype and device: the exact arithmetic of
+    ``transforms`` takes longer than a small convolution. Read them, never write into them."""
+    AT, G, BT = as_arrays(transforms(m), xp, dtype)
+    return xp.kron(AT, AT), xp.kron(G, G), xp.kron(BT, BT)
 
 
 def _evaluation(points, k):
@@ -103,8 +115,11 @@ class WinogradConv2d(Function):
 
     def forward(self, x, weight, bias=None):
         xp = backend.get_array_module(x)
-        AT, G, BT = as_arrays(transforms(self.m), xp, x.dtype)
-        self.A2, self.G2, self.B2 = xp.kron(AT, AT), xp.kron(G, G), xp.kron(BT, BT)  # (m*m, Q), (Q, 9), (Q, Q)
+        self.dtypes = [a.dtype for a in (x, weight, bias) if a is not None]
+        compute = numpy.promote_types(x.dtype, numpy.float32)  # float16 is transformed in float32 (above)
+        x, weight = x.astype(compute, copy=False), weight.astype(compute, copy=False)
+        device = getattr(getattr(x, "device", None), "id", None)  # a CuPy array's GPU
+        self.A2, self.G2, self.B2 = kron_transforms(self.m, xp, compute, device)  # (m*m, Q), (Q, 9), (Q, Q)
         N, C, H, W = x.shape
         O, m, n = len(weight), self.m, self.m + 2
         (ph, pw), Q = self.padding, n * n
@@ -126,10 +141,11 @@ class WinogradConv2d(Function):
         if bias is not None:
             y += bias[None, :, None, None]
         self.x_shape = x.shape
-        return y
+        return y.astype(self.dtypes[0], copy=False)
 
     def backward(self, gy):
         xp = backend.get_array_module(gy)
+        gy = gy.astype(self.A2.dtype, copy=False)
         N, O = gy.shape[:2]
         C, m, n, (ph, pw) = self.x_shape[1], self.m, self.m + 2, self.padding
         Q = n * n
@@ -152,4 +168,4 @@ class WinogradConv2d(Function):
             gx = xp.ascontiguousarray(padded[:, :, ph:ph + H, pw:pw + W].transpose(1, 0, 2, 3))
         if len(self.inputs) == 3 and self.needs_input_grad[2]:
             gb = gy.sum(axis=(0, 2, 3))
-        return (gx, gw) if len(self.inputs) == 2 else (gx, gw, gb)
+        return tuple(None if g is None else g.astype(dtype, copy=False) for g, dtype in zip((gx, gw, gb), self.dtypes))

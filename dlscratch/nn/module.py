@@ -51,6 +51,8 @@ class Module:
     """Base class of layers and models. Subclasses call ``super().__init__()`` first, assign
     parameters and sub-modules as attributes, and define ``forward``."""
 
+    fixed_dtype_buffers = ()  # names of buffers that a float cast (half(), double(), to(dtype)) leaves alone
+
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
@@ -215,7 +217,9 @@ class Module:
     def to(self, target):
         """Move every parameter and buffer to ``"cpu"`` or ``"gpu"``, or cast the floating-point
         ones to a dtype, in place: the Parameter objects stay the same, so an optimizer built on
-        them keeps working. Returns self."""
+        them keeps working. A cast leaves the buffers a module names in ``fixed_dtype_buffers``
+        alone (an int8 layer's float32 scales). Returns self."""
+        tensors = list(self.parameters()) + list(self.buffers())
         if isinstance(target, str):
             xp = backend.module_for(target)  # raises for an unknown device or a missing GPU
             convert = backend.to_cpu if xp is numpy else backend.to_gpu
@@ -227,7 +231,9 @@ class Module:
             def convert(a):
                 return a.astype(dtype, copy=False) if a.dtype.kind == "f" else a
 
-        for t in list(self.parameters()) + list(self.buffers()):
+            fixed = {id(m._buffers[name]) for m in self.modules() for name in m.fixed_dtype_buffers}
+            tensors = [t for t in tensors if id(t) not in fixed]
+        for t in tensors:
             t.data = convert(t.data)
             if t.grad is not None:
                 t.grad = Tensor._make(convert(t.grad.data), False)

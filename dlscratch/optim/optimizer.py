@@ -9,22 +9,24 @@ sets ``p.delta``, the amount to subtract from it; ``state`` is a copy of the par
 dict, whose entries the rule replaces by new arrays. The subclass names that state in
 ``array_state`` (arrays shaped like the parameter) and ``scalar_state`` (integers such as a step
 count). ``_update`` is the reference implementation; ``step`` runs the one ``dlscratch.paths``
-picks, by default a fast version that makes no temporaries (``dlscratch/fast/optim.py``).
+picks, by default a fast version (``dlscratch/fast/optim.py``) that sets ``p.apply`` instead: a
+function that computes the step and writes it, with the new state, into the arrays in place.
 
-``step`` is applied whole or not at all: it computes every parameter's update first, writing
-nothing, and only then writes them all (the parameters in place, the new state dicts), with
-signal handlers held back (``signals.signals_deferred``). So an exception raised while the
-updates are computed (by an update rule, a signal handler, a full memory) leaves the weights and
-the state of no step, and a ``KeyboardInterrupt`` from Ctrl-C or a ``SIGALRM`` handler during
-the writes arrives once they are all made. Only a failure of a write itself (a device error) could
-leave a step split.
+``step`` is applied whole or not at all: it prepares every parameter's update first, writing
+nothing, and only then writes them all (the reference's ``p.data -= p.delta``, the fast
+``p.apply()``, the new state dicts), with signal handlers and NumPy's floating-point errors held
+back (``signals.py``). So an exception raised while the updates are prepared (by an update rule,
+a signal handler, a full memory) leaves the weights and the state of no step, and a
+``KeyboardInterrupt`` from Ctrl-C or a ``SIGALRM`` handler, or an overflow's ``FloatingPointError``,
+during the writes arrives once they are all made. Only a failure of a write itself (a device
+error) could leave a step split.
 """
 
 import math
 
 from .. import backend, paths
 from ..tensor import Tensor
-from .signals import signals_deferred
+from .signals import float_errors_deferred, signals_deferred
 
 
 class Staged:
@@ -32,8 +34,9 @@ class Staged:
     ``data``, its array (read it, never write into it); ``delta``, set by ``_update``: the array
     that ``step`` subtracts from ``data``; ``state``, the copy of its state dict that ``step``
     puts in place of the old one. Instead of ``delta``, an update may set ``apply``: a function
-    of no arguments that ``step`` calls to write the update (a fused GPU kernel that subtracts the
-    step from ``data`` in place, ``fast/optim_kernels.py``); it must not fail once prepared."""
+    of no arguments that ``step`` calls to write the update into ``data`` and the state's arrays
+    in place (``fast/optim.py``: on a CPU the rule's arithmetic, on a GPU one fused kernel); it
+    must not fail once prepared, but for floating-point errors, which ``step`` holds back."""
 
     __slots__ = ("param", "data", "delta", "apply", "state")
 
@@ -106,7 +109,7 @@ class Optimizer:
             p.grad = None
 
     def step(self):
-        """Update every parameter that has a gradient, in place: every update is computed before any
+        """Update every parameter that has a gradient, in place: every update is prepared before any
         is written, so the step is applied whole or not at all (module docstring). It works on the
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
         update = paths.pick(type(self)._update)  # the reference rule, or its fast version
@@ -114,18 +117,19 @@ class Optimizer:
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    new = Staged(p, dict(self.state.get(p, {})))
+                    new = Staged(p, dict(self.state.get(p, ())))
                     update(self, new, p.grad.data, new.state, group)
                     if new.delta is None and new.apply is None:
                         raise NotImplementedError(f"{type(self).__name__}._update must set p.delta, the amount "
                                                   "to subtract from p.data (or p.apply)")
                     staged.append(new)
-        with signals_deferred():
+        with signals_deferred(), float_errors_deferred():
             for new in staged:
-                if new.apply is not None:
-                    new.apply()
+                if new.apply is None:
+                    new.data -= new.delta
                 else:
-                    new.param.data -= new.delta
+                    new.apply()
+                new.param.data = new.data  # counts the write (versions.py)
                 self.state[new.param] = new.state
 
     def _update(self, p, grad, state, group):

@@ -1,9 +1,13 @@
 """What each rank runs in tests/test_distributed.py: ``mpiexec -n N python worker.py MODE OUT``.
 
-Every mode trains or reduces something small and writes rank 0's results to ``OUT`` (a checkpoint file).
+Every mode trains or reduces something small and writes rank 0's results to ``OUT`` (a checkpoint file; JSON for
+"ops"), or fails on purpose.
 """
 
+import json
 import sys
+import time
+from datetime import timedelta
 
 import numpy
 
@@ -15,6 +19,7 @@ from dlscratch.data import DataLoader, TensorDataset, blobs
 from dlscratch.training import fit
 
 BATCH = 24  # the batch of all ranks together
+DTYPES = ("bool", "int8", "int32", "int64", "float16", "float32", "float64")
 
 
 def data():
@@ -55,7 +60,7 @@ def save(out, net, optimizer, **extra):
 
 
 def main(mode, out, *args):
-    dist.init_process_group()
+    dist.init_process_group(timeout=timedelta(seconds=1) if mode == "late" else None)
     if mode == "fit":
         net, optimizer = train(2, "fit")
         save(out, net, optimizer)
@@ -114,6 +119,42 @@ def main(mode, out, *args):
             optimizer.zero_grad()
             F.cross_entropy(net(x), y).backward()
             optimizer.step()
+    elif mode == "ops":  # every op on every dtype: the result, or the error and whether the tensor changed
+        results, rank = {}, dist.get_rank()
+        for device in ("cpu", "gpu") if backend.gpu_available() else ("cpu",):
+            move = backend.to_gpu if device == "gpu" else numpy.asarray
+            for dtype in DTYPES:
+                for op in ("sum", "product", "min", "max", "avg"):
+                    given = numpy.array([True, rank == 0]) if dtype == "bool" else numpy.array([1 + rank, 10], dtype)
+                    t = dlscratch.tensor(move(given))
+                    try:
+                        results[f"{device} {dtype} {op}"] = backend.to_cpu(dist.all_reduce(t, op).data).tolist()
+                    except TypeError as error:
+                        unchanged = bool(numpy.array_equal(backend.to_cpu(t.data), given))
+                        results[f"{device} {dtype} {op}"] = {"error": str(error), "unchanged": unchanged}
+        results["after"] = dist.all_reduce(dlscratch.tensor(numpy.ones(2, numpy.float32))).numpy().tolist()
+        everyone = dist.all_gather_object(results)
+        if dist.get_rank() == 0:
+            with open(out, "w") as file:
+                json.dump(everyone, file)
+    elif mode == "leave":  # args: how rank 1 leaves after 2 steps ("return" or "destroy"); rank 0 runs 3
+        net = dist.DistributedDataParallel(model())
+        optimizer = optim.SGD(net.parameters(), lr=0.1)
+        dataset = data()
+        loader = DataLoader(dataset, batch_size=8, sampler=dist.DistributedSampler(dataset, seed=7))
+        for step, (x, y) in enumerate(loader, start=1):
+            if dist.get_rank() == 1 and step == 3:
+                if args[0] == "destroy":
+                    dist.destroy_process_group()
+                    time.sleep(60)  # still running, but no longer in the group
+                return
+            optimizer.zero_grad()
+            F.cross_entropy(net(x), y).backward()
+            optimizer.step()
+    elif mode == "late":  # rank 1 comes to the all-reduce 60 s late; the group's timeout is 1 s
+        if dist.get_rank() == 1:
+            time.sleep(60)
+        dist.all_reduce(dlscratch.tensor(numpy.ones(2, numpy.float32)))
     elif mode == "mismatch":
         dist.DistributedDataParallel(model(hidden=16 if dist.get_rank() == 0 else 9))
     else:

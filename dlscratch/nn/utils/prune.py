@@ -6,8 +6,8 @@ Pruning ``module.weight`` re-parametrises it: the learned values move to the par
 ``module.weight = weight_orig * weight_mask``. The optimizer trains ``weight_orig``; the mask's zeros get no
 gradient through the product, so pruned weights stay zero however long training goes on. Pruning the same
 tensor again prunes among the weights still there (``amount`` counts those), and the masks multiply. ``remove``
-makes it permanent: ``weight`` becomes a Parameter again, holding the zeros, and the hook, the mask and
-``weight_orig`` go.
+makes it permanent: the zeros are written into ``weight_orig``, that same Parameter object becomes ``weight``
+again (an optimizer built before pruning trains it throughout, as in PyTorch), and the hook and the mask go.
 
 ``amount``: a fraction in [0, 1] of the weights (or channels) still unpruned, or a whole number of them.
 """
@@ -15,10 +15,8 @@ makes it permanent: ``weight`` becomes a Parameter again, holding the zeros, and
 import numpy
 
 from ... import backend
-from ...grad_mode import no_grad
 from ...tensor import Tensor
 from ..binary import _Binary
-from ..module import Parameter
 
 
 def _count(amount, total, what):
@@ -165,18 +163,19 @@ def is_pruned(module):
 
 
 def remove(module, name):
-    """Make the pruning of ``module.<name>`` permanent: a Parameter holding ``orig * mask``; the hook, the mask
-    and ``<name>_orig`` go. Returns the module."""
+    """Make the pruning of ``module.<name>`` permanent: ``orig * mask`` is written into the Parameter
+    ``<name>_orig``, which becomes ``<name>`` again (the same object, as in PyTorch, so an optimizer built
+    before pruning keeps training it); the hook and the mask go. Returns the module."""
     key = _hook_of(module, name)
     if key is None:
         raise ValueError(f"prune.remove: {name!r} of {type(module).__name__} is not pruned")
-    with no_grad():
-        values = getattr(module, name + "_orig").data * getattr(module, name + "_mask").data
+    param = getattr(module, name + "_orig")
+    param.data = param.data * getattr(module, name + "_mask").data
     del module._forward_pre_hooks[key]
     module._forget(name + "_orig")
     module._forget(name + "_mask")
     module.__dict__.pop(name, None)
-    module.register_parameter(name, Parameter(values))
+    module.register_parameter(name, param)
     return module
 
 
