@@ -7,7 +7,10 @@ import pytest
 from repo_tools import load_tool
 
 edition = load_tool("make_student_edition")
+exercise_roles = load_tool("add_nbgrader_metadata").exercise_roles
 LESSONS = sorted(edition.LESSONS.glob("[0-9][0-9]_*.ipynb"))
+#: what only a model answer or its rubric says (the lessons' answer cells; tests/test_nbgrader.py checks they do)
+MODEL_ANSWER_MARKS = ("**A model answer.**", "**Rubric (")
 
 
 def _cells(path):
@@ -28,7 +31,7 @@ def test_every_solution_is_a_stub_and_everything_else_is_kept(lesson):
         source, student = "".join(mine["source"]), "".join(theirs["source"])
         assert "SOLUTION ###" not in student and "### BEGIN SOLUTION" not in student and "HIDDEN TESTS" not in student
         if mine["cell_type"] == "markdown":
-            assert student == source.replace("/blob/main/notebooks/", "/blob/main/student/")
+            assert student == edition.stub_answers(source).replace("/blob/main/notebooks/", "/blob/main/student/")
             continue
         regions += source.count("### BEGIN SOLUTION")
         assert student.count("# YOUR CODE HERE") == source.count("### BEGIN SOLUTION")
@@ -42,6 +45,26 @@ def test_every_solution_is_a_stub_and_everything_else_is_kept(lesson):
         if "### BEGIN SOLUTION" in source and "%" not in source:
             ast.parse(student)  # a stub leaves valid Python
     assert regions >= 1, f"{lesson.name} has no exercise"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda p: p.stem)
+def test_written_answers_are_stubs_with_no_model_answer(lesson):
+    student_cells = _cells(edition.STUDENT / lesson.name)
+    for index, (role, exercise) in exercise_roles(_cells(lesson)).items():
+        if role == "answer":
+            assert "".join(student_cells[index]["source"]) == edition.ANSWER_STUB, (
+                f"{lesson.name}, Exercise {exercise}: the student's answer cell must be only {edition.ANSWER_STUB}")
+    for index, cell in enumerate(student_cells):
+        source = "".join(cell["source"])
+        assert not any(mark in source for mark in MODEL_ANSWER_MARKS), (
+            f"student/{lesson.name}, cell {index}: a model answer or its rubric reached the student edition")
+
+
+def test_a_markdown_answer_region_becomes_the_learners_stub():
+    answer = "### BEGIN SOLUTION\n**A model answer.** Because.\n\n**Rubric (1 point).** Says why.\n### END SOLUTION"
+    assert edition.stub_answers(answer) == "*Your answer here.*"
+    assert edition.stub_answers("Before.\n\n" + answer + "\n") == "Before.\n\n*Your answer here.*\n"
+    assert edition.stub_answers(edition.ANSWER_STUB) == edition.ANSWER_STUB
 
 
 def test_colab_links_open_the_student_edition_and_its_readme_lists_every_lesson():

@@ -9,7 +9,9 @@ An exercise is a markdown cell headed "Exercise NN.M", then the cells that belon
 - a code cell with ``### BEGIN SOLUTION`` / ``### END SOLUTION``: the learner's solution cell;
 - the code cell that starts ``# Check Exercise NN.M`` (after an optional nbval comment): an autograded test
   cell, read-only, worth ``POINTS`` points;
-- a markdown cell that is only "*Your answer here.*": a written answer, graded by hand.
+- a markdown cell that is only "*Your answer here.*", or wholly one ``### BEGIN SOLUTION`` / ``### END SOLUTION``
+  region (the lesson's model answer and rubric, which the student edition and nbgrader replace by a stub): a
+  written answer, graded by hand.
 
 Ids are ``exercise-NN-M-statement``, ``-solution``, ``-check`` and ``-answer``: stable as long as the exercise
 keeps its number. Running the tool again rewrites the same metadata; outputs are left as they are.
@@ -25,6 +27,8 @@ POINTS = 1
 HEADING = re.compile(r"^#+ (?:\d+\. )?Exercise (\d+)\.(\d+)", re.M)
 CHECK = re.compile(r"^# Check Exercise (\d+)\.(\d+)", re.M)
 ANSWER = "*Your answer here.*"
+#: a written answer's cell in the lessons: one solution region, the model answer and its rubric inside
+MODEL_ANSWER = re.compile(r"\A### BEGIN SOLUTION\n(?:(?!BEGIN SOLUTION|END SOLUTION).)*\n### END SOLUTION\Z", re.S)
 
 
 def nbgrader_metadata(role, grade_id):
@@ -60,9 +64,18 @@ def exercise_roles(cells):
             if checked != current:
                 raise ValueError(f"cell {index} checks Exercise {checked} inside Exercise {current}")
             roles[index] = ("check", current)
-        elif cell["cell_type"] == "markdown" and text.strip() == ANSWER:
+        elif cell["cell_type"] == "markdown" and is_answer(text):
             roles[index] = ("answer", current)
+        elif cell["cell_type"] == "markdown" and ("BEGIN SOLUTION" in text or "END SOLUTION" in text):
+            raise ValueError(f"cell {index} (Exercise {current}): a markdown solution region must be the whole cell, "
+                             "### BEGIN SOLUTION on the first line and ### END SOLUTION on the last")
     return roles
+
+
+def is_answer(text):
+    """Whether a markdown cell's text is a written answer: the learner's "*Your answer here.*", or a model answer
+    wholly inside one solution region."""
+    return text.strip() == ANSWER or bool(MODEL_ANSWER.match(text.strip()))
 
 
 def add_metadata(path):
