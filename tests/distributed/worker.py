@@ -4,6 +4,7 @@ Every mode trains or reduces something small and writes rank 0's results to ``OU
 "ops"), or fails on purpose.
 """
 
+import functools
 import json
 import sys
 import time
@@ -59,6 +60,22 @@ def save(out, net, optimizer, **extra):
         dlscratch.save({"model": net.module.state_dict(), "optimizer": optimizer.state_dict(), **extra}, out)
 
 
+def ddp_steps():
+    """``(step number, run that step)`` for SGD steps of a DDP model over its share of ``data()``, batch 8."""
+    net = dist.DistributedDataParallel(model())
+    optimizer = optim.SGD(net.parameters(), lr=0.1)
+    dataset = data()
+    loader = DataLoader(dataset, batch_size=8, sampler=dist.DistributedSampler(dataset, seed=7))
+
+    def train_step(x, y):
+        optimizer.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        optimizer.step()
+
+    for step, (x, y) in enumerate(loader, start=1):
+        yield step, functools.partial(train_step, x, y)
+
+
 def main(mode, out, *args):
     dist.init_process_group(timeout=timedelta(seconds=1) if mode == "late" else None)
     if mode == "fit":
@@ -109,16 +126,10 @@ def main(mode, out, *args):
         if dist.get_rank() == 0:
             dlscratch.save(results, out)
     elif mode == "raise":
-        net = dist.DistributedDataParallel(model())
-        optimizer = optim.SGD(net.parameters(), lr=0.1)
-        dataset = data()
-        loader = DataLoader(dataset, batch_size=8, sampler=dist.DistributedSampler(dataset, seed=7))
-        for step, (x, y) in enumerate(loader, start=1):
+        for step, train_step in ddp_steps():
             if dist.get_rank() == 1 and step == 3:
                 raise RuntimeError("rank 1 fails on purpose at step 3")
-            optimizer.zero_grad()
-            F.cross_entropy(net(x), y).backward()
-            optimizer.step()
+            train_step()
     elif mode == "ops":  # every op on every dtype: the result, or the error and whether the tensor changed
         results, rank = {}, dist.get_rank()
         for device in ("cpu", "gpu") if backend.gpu_available() else ("cpu",):
@@ -138,19 +149,13 @@ def main(mode, out, *args):
             with open(out, "w") as file:
                 json.dump(everyone, file)
     elif mode == "leave":  # args: how rank 1 leaves after 2 steps ("return" or "destroy"); rank 0 runs 3
-        net = dist.DistributedDataParallel(model())
-        optimizer = optim.SGD(net.parameters(), lr=0.1)
-        dataset = data()
-        loader = DataLoader(dataset, batch_size=8, sampler=dist.DistributedSampler(dataset, seed=7))
-        for step, (x, y) in enumerate(loader, start=1):
+        for step, train_step in ddp_steps():
             if dist.get_rank() == 1 and step == 3:
                 if args[0] == "destroy":
                     dist.destroy_process_group()
                     time.sleep(60)  # still running, but no longer in the group
                 return
-            optimizer.zero_grad()
-            F.cross_entropy(net(x), y).backward()
-            optimizer.step()
+            train_step()
     elif mode == "late":  # rank 1 comes to the all-reduce 60 s late; the group's timeout is 1 s
         if dist.get_rank() == 1:
             time.sleep(60)
