@@ -41,6 +41,7 @@ int64 = backend.numpy.int64
 
 # last, as in torch/__init__.py: data's modules import creation, which must find tensor loaded above
 from . import (  # noqa: E402
+    amp,  # noqa: F401  (registers autocast's casting lists; see entry_points.py)
     data,
     fast,  # noqa: E402,F401  (registers the fast path's implementations; see paths.py)
     nn,

@@ -1,23 +1,20 @@
-"""Switching graph recording on and off: ``no_grad()`` and friends (PyTorch's names).
+"""Switching graph recording on and off: the core's ``no_grad()`` (``core/grad_mode.py``), ``enable_grad()`` and
+``set_grad_enabled`` (PyTorch's names)."""
 
-The flag is thread-local, so a data-loading thread under ``no_grad`` does not change what the
-training thread records.
-"""
+from .core.grad_mode import _state, no_grad
 
-import contextlib
-import threading
-
-
-class _GradMode(threading.local):
-    enabled = True
-
-
-_state = _GradMode()
+__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
 
 def is_grad_enabled():
     """True when operations on tensors that require grad are recorded into a graph."""
     return _state.enabled
+
+
+class enable_grad(no_grad):
+    """Record graphs again inside a ``no_grad`` block (a ``with`` block or a decorated function)."""
+
+    mode = True
 
 
 class set_grad_enabled:
@@ -36,29 +33,3 @@ class set_grad_enabled:
 
     def __exit__(self, *exc_info):
         _state.enabled = self.previous
-
-
-class _Mode(contextlib.ContextDecorator):
-    """A ``with`` block (or a decorated function) run with recording set to ``self.mode``."""
-
-    mode = True
-
-    def __enter__(self):
-        self.previous = _state.enabled
-        _state.enabled = self.mode
-        return self
-
-    def __exit__(self, *exc_info):
-        _state.enabled = self.previous
-
-
-class no_grad(_Mode):
-    """Context manager in which no graph is recorded (evaluation, optimizer updates)."""
-
-    mode = False
-
-
-class enable_grad(_Mode):
-    """Context manager that records graphs again inside a ``no_grad`` block."""
-
-    mode = True

@@ -2,7 +2,7 @@
 
 ``t[index] = value``, ``t.copy_(src)``, ``t.fill_(v)``, ``t.zero_()``, ``t.add_(other, alpha)`` and
 ``t.mul_(other)`` write into ``t``'s array and add one to its version counter, so that a graph
-that saved ``t`` refuses to backward through the stale value (see ``versions.py``).
+that saved ``t`` refuses to backward through the stale value (see ``layers/versions.py``).
 
 They are not recorded in the graph, so, as in PyTorch, they are refused while gradients are
 being recorded on a tensor that takes part in one: a leaf that requires grad (write to it under
@@ -14,7 +14,7 @@ import numpy
 
 from . import backend
 from .grad_mode import _state
-from .versions import bump
+from .layers.versions import bump
 
 
 def setitem(t, index, value):
@@ -45,7 +45,7 @@ def copy_(t, src):
 
 def fill_(t, value):
     """Set every element to the number ``value``."""
-    from .tensor import _is_number
+    from .layers.constants import is_number as _is_number
 
     _check_writable(t, "fill_", value)
     if not _is_number(value):
@@ -107,7 +107,9 @@ def _check_writable(t, op, value):
 def _array_like(t, value, op, cast=True):
     """``value`` as an array (or number) on ``t``'s device; arrays cast to ``t``'s dtype if ``cast``.
     None, strings, objects and arrays of them are refused (NumPy would write NaN for None)."""
-    from .tensor import NUMERIC_KINDS, Tensor, _is_scalar
+    from .layers.constants import NUMERIC_KINDS
+    from .layers.constants import is_scalar as _is_scalar
+    from .tensor import Tensor
 
     if isinstance(value, Tensor):
         value = value.data

@@ -23,8 +23,9 @@ anything else is an error. PyTorch's and CuPy's GPU memory pools exist for the s
 """
 
 import ctypes
-import os
 import platform
+
+from .settings import env_flag
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt parameters, from glibc's <malloc.h>
 MMAP_THRESHOLD = 2**28  # blocks up to this size come from the heap, not from mmap
@@ -32,7 +33,6 @@ TRIM_THRESHOLD = 2**30  # free space at the top of the heap kept before giving a
 
 _applied = False
 
-TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def keep_freed_memory():
@@ -53,22 +53,6 @@ def keep_freed_memory():
 def keeps_freed_memory():
     """True when ``keep_freed_memory()`` has set the thresholds in this process."""
     return _applied
-
-
-def env_flag(variable, default):
-    """The boolean value of the environment variable ``variable`` (``default`` when unset or empty).
-
-    Accepts ``TRUE_WORDS`` and ``FALSE_WORDS`` in any case; raises ``ValueError`` on anything else.
-    """
-    value = os.environ.get(variable, "").strip().lower()
-    if not value:
-        return default
-    if value in TRUE_WORDS or value in FALSE_WORDS:
-        return value in TRUE_WORDS
-    raise ValueError(
-        f"{variable}={os.environ[variable]!r} is not a yes/no value: use one of "
-        f"{', '.join(map(repr, TRUE_WORDS))} to turn it on or {', '.join(map(repr, FALSE_WORDS))} to turn it off"
-    )
 
 
 _choice = env_flag("DLSCRATCH_KEEP_MEMORY", default=None)  # None: unset, the calls decide

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import threading
 
-from .memory import env_flag
+from .settings import env_flag
 
 
 class _PathState(threading.local):

@@ -1,4 +1,4 @@
-"""``Tensor``: an array that remembers the function that made it.
+"""The library's ``Tensor``: the core's (``core/tensor.py``) with the layers and the rest of the API.
 
 A tensor holds ``data`` (a NumPy or CuPy array), ``grad`` (a Tensor, or None until a backward
 pass reaches it), ``requires_grad``, and ``creator``, the ``Function`` whose output it is
@@ -7,7 +7,7 @@ walks it in reverse.
 
 Dtype policy: a tensor made from Python numbers or from a float64 array is float32 unless a
 ``dtype`` is asked for; integers stay integers. Operations never promote float32 to float64
-(the rule, PyTorch's, is in ``dtypes.py``). Only numbers (bool, integer, floating, complex) become
+(the rule, PyTorch's, is in ``layers/dtypes.py``). Only numbers (bool, integer, floating, complex) become
 tensors: None, strings, objects and arrays of them are refused with a TypeError, and operators
 given one return NotImplemented, so Python raises "unsupported operand type(s)", as PyTorch does.
 
@@ -18,11 +18,14 @@ makes; it shares the array's memory when the dtype and device allow (as ``dlscra
 
 import numpy
 
-from . import autograd, backend, dtypes, inplace
-from .versions import bump, counter_of
+from . import autograd, backend, inplace
+from .core import tensor as core
+from .layers import deferred_checks
+from .layers.constants import NUMERIC_KINDS
+from .layers.constants import is_number as _is_number
+from .layers.versions import bump, counter_of
 
 DEFAULT_FLOAT = numpy.float32
-NUMERIC_KINDS = "biufc"  # bool, signed and unsigned integers, floating, complex: what a tensor may hold
 REQUIRES_GRAD_NUMPY = "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
 
 
@@ -67,16 +70,6 @@ def _values_of(items):
     return values
 
 
-def _is_scalar(value):
-    """A Python or NumPy number (bool, integer, floating or complex)."""
-    return isinstance(value, (bool, int, float, complex, numpy.number, numpy.bool_))
-
-
-def _is_number(value):
-    """A Python or NumPy number, or a 0-d array of one."""
-    return _is_scalar(value) or (getattr(value, "ndim", None) == 0 and value.dtype.kind in NUMERIC_KINDS)
-
-
 def _operand(other):
     """Whether an operator takes ``other`` (a tensor, a number, an array or a list, whose values
     are checked when converted); for anything else it returns NotImplemented."""
@@ -90,25 +83,6 @@ def _check_can_require_grad(dtype):
                            "cannot require gradients")
     if dtype.kind != "f":
         raise RuntimeError(f"only Tensors of floating point dtype can require gradients (this one is {dtype})")
-
-
-def as_constant(value, like=None):
-    """``value`` as a constant tensor (an operand of an operation). Scalars (Python or NumPy) take
-    ``like``'s dtype and device when that keeps their value's kind, as Python scalars do under
-    NumPy 2's promotion rules; float64 arrays and lists of floats take a floating ``like``'s dtype."""
-    if isinstance(value, Tensor):
-        return value
-    if like is not None and _is_number(value):
-        if hasattr(value, "item"):
-            value = value.item()
-        xp = backend.get_array_module(like.data)
-        return Tensor._make(xp.asarray(value, dtype=dtypes.scalar_dtype(like.data.dtype, value)), False)
-    if like is None:
-        return Tensor(value)
-    value_dtype = value.dtype if hasattr(value, "dtype") else numpy.asarray(value).dtype
-    # float64 data takes the graph's float dtype, rather than the default float32: no rounding in a float64 graph.
-    dtype = like.dtype if value_dtype == numpy.float64 and like.dtype.kind == "f" else None
-    return Tensor(value, dtype=dtype, device=like.device)
 
 
 class _HookHandle:
@@ -125,26 +99,24 @@ class _HookHandle:
         self._hooks.pop(self._key, None)
 
 
-class Tensor:
+class Tensor(core.Tensor):
     """A node of the computation graph holding an array. See the module docstring.
 
     ``Tensor(data)`` is the low-level constructor: it shares ``data``'s memory where the dtype and
     device allow, as ``dlscratch.as_tensor`` does. For a tensor with memory of its own, which
     writes into the array cannot change, use ``dlscratch.tensor(data)``."""
 
-    __slots__ = ("_data", "_version_counter", "_grad", "_requires_grad", "creator", "retains_grad", "name",
-                 "deferred_check", "_grad_hooks", "__weakref__")
-    __array_ufunc__ = None  # make NumPy defer to Tensor's reflected operators: array + tensor -> Tensor
+    __slots__ = ("_version_counter", "name", "deferred_check", "_grad_hooks")  # the core's, and these
 
     def __init__(self, data, requires_grad=False, dtype=None, device=None, name=None):
         self._data = _to_array(data, dtype, device)
-        self._version_counter = None  # made on the first in-place write or view (versions.py)
+        self._version_counter = None  # made on the first in-place write or view (layers/versions.py)
         self._grad = None
         self.requires_grad = requires_grad
         self.creator = None
         self.retains_grad = False
         self.name = name
-        self.deferred_check = None
+        self.deferred_check = None  # layers/deferred_checks.py
         self._grad_hooks = None
 
     @classmethod
@@ -161,7 +133,7 @@ class Tensor:
     @property
     def data(self):
         """The array (NumPy or CuPy). Assigning it, or augmenting it (``p.data -= lr * g``), counts
-        as an in-place write (see ``versions.py``); writing into it (``t.data[0] = 1``) is not seen:
+        as an in-place write (see ``layers/versions.py``); writing into it (``t.data[0] = 1``) is not seen:
         use ``copy_``, ``fill_`` or item assignment under ``no_grad()`` instead."""
         return self._data
 
@@ -182,24 +154,8 @@ class Tensor:
         return 0 if self._version_counter is None else self._version_counter.count
 
     @property
-    def shape(self):
-        return self._data.shape
-
-    @property
-    def dtype(self):
-        return self._data.dtype
-
-    @property
-    def ndim(self):
-        return self._data.ndim
-
-    @property
     def device(self):
         return "gpu" if backend.is_gpu_array(self._data) else "cpu"
-
-    @property
-    def is_leaf(self):
-        return self.creator is None
 
     @property
     def grad_fn(self):
@@ -219,13 +175,8 @@ class Tensor:
         return self._read(self._data.item())
 
     def _read(self, value):
-        """``value``, just read from this tensor to the host. When it holds a NaN or an infinity and the tensor
-        carries a ``deferred_check`` (a check its maker left on the device instead of waiting for it, such as
-        the GPU cross-entropy's labels, ``fast/loss.py``), the check runs here, where the host has waited
-        anyway, and raises its error."""
-        if self.deferred_check is not None and not _finite(value):
-            self.deferred_check()
-        return value
+        """``value``, just read from this tensor to the host, after its deferred check (layers/deferred_checks.py)."""
+        return deferred_checks.read(self, value)
 
     def _value(self, op):
         """The one element, as a Python number, for ``float()``, ``int()`` and ``tensor([...])``."""
@@ -371,11 +322,6 @@ class Tensor:
             self._grad_hooks = {}
         return _HookHandle(self._grad_hooks, hook)
 
-    def retain_grad(self):
-        """Keep the gradient of this non-leaf tensor in ``.grad`` during backward."""
-        self.retains_grad = True
-        return self
-
     def zero_grad(self):
         """Forget the accumulated gradient (sets ``.grad`` to None, as PyTorch does)."""
         self.grad = None
@@ -422,30 +368,31 @@ class Tensor:
     def gpu(self):
         return self.to("gpu")
 
-    # ----- arithmetic (an operand that is no number, array or tensor gives NotImplemented: see _operand) -----
+    # ----- arithmetic (an operand that is no number, array or tensor gives NotImplemented: see _operand;
+    # a tensor, the usual operand, is recognised before the call) -----
     def __add__(self, other):
-        return _arith.Add()(self, other) if _operand(other) else NotImplemented
+        return _arith.Add()(self, other) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __radd__(self, other):
-        return _arith.Add()(other, self) if _operand(other) else NotImplemented
+        return _arith.Add()(other, self) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __sub__(self, other):
-        return _arith.Sub()(self, other) if _operand(other) else NotImplemented
+        return _arith.Sub()(self, other) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __rsub__(self, other):
-        return _arith.Sub()(other, self) if _operand(other) else NotImplemented
+        return _arith.Sub()(other, self) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __mul__(self, other):
-        return _arith.Mul()(self, other) if _operand(other) else NotImplemented
+        return _arith.Mul()(self, other) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __rmul__(self, other):
-        return _arith.Mul()(other, self) if _operand(other) else NotImplemented
+        return _arith.Mul()(other, self) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __truediv__(self, other):
-        return _arith.Div()(self, other) if _operand(other) else NotImplemented
+        return _arith.Div()(self, other) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __rtruediv__(self, other):
-        return _arith.Div()(other, self) if _operand(other) else NotImplemented
+        return _arith.Div()(other, self) if type(other) is Tensor or _operand(other) else NotImplemented
 
     def __pow__(self, exponent):
         return _fn.pow(self, exponent) if _operand(exponent) else NotImplemented
@@ -468,22 +415,22 @@ class Tensor:
     # Comparisons give plain boolean arrays: they are not differentiable. With an operand that is no
     # number, array or tensor, == is False and != True (Python's fallback, as in PyTorch); < raises.
     def __lt__(self, other):
-        return self._data < _raw(other) if _operand(other) else NotImplemented
+        return self._data < data_of(other) if _operand(other) else NotImplemented
 
     def __le__(self, other):
-        return self._data <= _raw(other) if _operand(other) else NotImplemented
+        return self._data <= data_of(other) if _operand(other) else NotImplemented
 
     def __gt__(self, other):
-        return self._data > _raw(other) if _operand(other) else NotImplemented
+        return self._data > data_of(other) if _operand(other) else NotImplemented
 
     def __ge__(self, other):
-        return self._data >= _raw(other) if _operand(other) else NotImplemented
+        return self._data >= data_of(other) if _operand(other) else NotImplemented
 
     def __eq__(self, other):
-        return self._data == _raw(other) if _operand(other) else NotImplemented
+        return self._data == data_of(other) if _operand(other) else NotImplemented
 
     def __ne__(self, other):
-        return self._data != _raw(other) if _operand(other) else NotImplemented
+        return self._data != data_of(other) if _operand(other) else NotImplemented
 
     __hash__ = object.__hash__
 
@@ -539,14 +486,14 @@ class Tensor:
 
     def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Sum over ``dim`` (int or tuple; all when None). NumPy's ``axis``/``keepdims`` also work."""
-        return _fn.sum(self, _pick(dim, axis), _pick(keepdim, keepdims))
+        return _fn.sum(self, _torch_or_numpy(dim, axis), _torch_or_numpy(keepdim, keepdims))
 
     def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return _fn.mean(self, _pick(dim, axis), _pick(keepdim, keepdims))
+        return _fn.mean(self, _torch_or_numpy(dim, axis), _torch_or_numpy(keepdim, keepdims))
 
     def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Maximum values over one dimension (or all)."""
-        return _fn.amax(self, _pick(dim, axis), _pick(keepdim, keepdims))
+        return _fn.amax(self, _torch_or_numpy(dim, axis), _torch_or_numpy(keepdim, keepdims))
 
     def max(self, dim=None, keepdim=False):
         """Over all elements: the maximum (tied maxima share its gradient). Over ``dim``:
@@ -617,17 +564,12 @@ class MaxResult(tuple):
     indices = property(lambda self: self[1])
 
 
-def _finite(value):
-    """True when a value read to the host (a number or a NumPy array) holds no NaN or infinity."""
-    values = numpy.asarray(value)
-    return values.dtype.kind not in "fc" or bool(numpy.isfinite(values).all())
+def data_of(x):
+    """The array inside a tensor; anything else passes through."""
+    return x._data if isinstance(x, Tensor) else x
 
 
-def _raw(x):
-    return x.data if isinstance(x, Tensor) else x
-
-
-def _pick(torch_value, numpy_value):
+def _torch_or_numpy(torch_value, numpy_value):
     return torch_value if numpy_value is None else numpy_value
 
 

@@ -21,7 +21,7 @@ import numpy
 import pytest
 
 from dlscratch import backend as dl_backend
-from dlscratch import memory, paths
+from dlscratch import paths, settings
 from dlscratch.backend import to_cpu
 from dlscratch.bench import (
     SUITES,
@@ -83,7 +83,7 @@ def run_cli(*args):
 def keeps_memory_here():
     """Whether a new process keeps freed memory when asked: glibc, and the variable not off."""
     on_glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
-    return on_glibc and os.environ.get("DLSCRATCH_KEEP_MEMORY", "").strip().lower() not in memory.FALSE_WORDS
+    return on_glibc and os.environ.get("DLSCRATCH_KEEP_MEMORY", "").strip().lower() not in settings.FALSE_WORDS
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""dlscratch.checking.own_work: a check fails an answer that calls into dlscratch, and only such an answer."""
+"""dlscratch_lessons.checking.own_work: a check fails an answer that calls into dlscratch, and only such an answer."""
 
 import sys
 
@@ -8,9 +8,9 @@ import pytest
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend
-from dlscratch.checking import LibraryCalled, own_work
 from dlscratch.functions.broadcast import sum_to
 from dlscratch.functions.im2col import col2im_array, im2col_array
+from dlscratch_lessons.checking import LibraryCalled, own_work
 
 
 def test_array_operations_and_the_backend_are_the_learners_own_work():
@@ -71,3 +71,17 @@ def test_the_previous_profiler_is_restored_even_when_the_answer_raises():
         assert sys.getprofile() is profiler
     finally:
         sys.setprofile(None)
+
+
+def test_the_lessons_tools_are_installed_beside_the_library():
+    """A lesson on Colab installs the course's package and imports ``dlscratch_lessons.checking``: the package
+    must be in the distribution (pyproject.toml's package patterns), though not inside ``dlscratch``."""
+    import fnmatch
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    patterns = re.findall(r'"([^"]+)"', re.search(r"\[tool\.setuptools\.packages\.find\]\s*include = \[(.*?)\]",
+                                                    text, re.S).group(1))
+    assert any(fnmatch.fnmatch("dlscratch_lessons", pattern) for pattern in patterns), patterns
+    assert not (Path(dlscratch.__file__).parent / "checking.py").exists()

@@ -130,9 +130,9 @@ def test_input_gradient_in_bands_of_one_output_row(fast_path, monkeypatch, x_sha
 
 
 def test_leaves_keep_conv_gradients_that_no_later_step_overwrites(fast_path):
-    # Conv2d hands its gradients over without a copy (fresh_grads): none may alias the column
+    # Conv2dFunction hands its gradients over without a copy (fresh_grads): none may alias the column
     # matrix or any other buffer that a later step writes.
-    assert conv_module.Conv2d.fresh_grads
+    assert conv_module.Conv2dFunction.fresh_grads
     x = dlscratch.tensor(random((2, 2, 5, 5), 33), requires_grad=True)
     w = dlscratch.tensor(random((3, 2, 3, 3), 34), requires_grad=True)
     b = dlscratch.tensor(random((3,), 35), requires_grad=True)
@@ -203,3 +203,12 @@ def test_conv2d_on_the_gpu_matches_numpy(backend):
     y = F.conv2d(xg, dlscratch.tensor(B.to_gpu(w)), dlscratch.tensor(B.to_gpu(b)), 2, 1)
     np.testing.assert_allclose(B.to_cpu(y.data), expected, rtol=1e-5, atol=1e-5)
     dlscratch.gradcheck(lambda x: F.conv2d(x, dlscratch.tensor(B.to_gpu(w), dtype=np.float64), None, 2, 1), xg)
+
+
+def test_the_convolution_node_is_named_conv2d_on_both_paths():
+    """Errors, graph drawings and lesson 05's statement timings name the node ``conv2d``, as PyTorch's ``conv2d``."""
+    x = dlscratch.randn(1, 2, 5, 5, requires_grad=True)
+    w = dlscratch.randn(3, 2, 3, 3, requires_grad=True)
+    assert F.conv2d(x, w).creator.name == "conv2d"
+    with dlscratch.reference():
+        assert F.conv2d(x, w).creator.name == "conv2d"

@@ -139,7 +139,7 @@ def cycles(graph):
 
 
 ENGINE = {"dlscratch.tensor", "dlscratch.function", "dlscratch.functions.arithmetic", "dlscratch.functions.broadcast",
-          "dlscratch.inplace"}
+          "dlscratch.inplace", "dlscratch.core.tensor", "dlscratch.core.function", "dlscratch.core.arithmetic"}
 
 
 def test_no_import_circle_outside_the_engine():
@@ -152,3 +152,43 @@ def test_no_import_circle_outside_the_engine():
 def test_the_circle_check_finds_a_planted_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [{"a", "b", "c"}]
+
+
+REFERENCE_OPERATIONS = sorted((PACKAGE / "functions").glob("*.py"))
+
+
+def _imports_of(path, module, root=PACKAGE.parent):
+    """The lines of ``path`` that import ``module`` or a module inside it, as ``line N: name``."""
+    found = {}
+    for line, name in imported_modules(path, root):
+        if name == module or name.startswith(module + "."):
+            found.setdefault(line, name)
+    return [f"line {line}: {name}" for line, name in sorted(found.items())]
+
+
+@pytest.mark.parametrize("path", REFERENCE_OPERATIONS, ids=lambda p: p.name)
+def test_no_reference_operation_imports_autocast(path):
+    """Autocast (lesson 13) wraps the operations on its casting lists itself (``amp/casting_lists.py``): the
+    operations of the earlier lessons never lead into it."""
+    later = _imports_of(path, "dlscratch.amp")
+    assert not later, f"functions/{path.name} imports dlscratch.amp ({', '.join(later)}); wrap_calls it from amp/"
+
+
+@pytest.mark.parametrize("name", ["conv.py", "conv_checks.py", "conv_algorithms.py"])
+def test_the_reference_convolution_imports_no_other_algorithm(name):
+    """FFT and Winograd (lesson 12) register themselves in ``conv_algorithms.py``; lesson 4's convolution, its
+    checks and that registry import neither."""
+    path = PACKAGE / "functions" / name
+    later = _imports_of(path, "dlscratch.functions.fft_conv") + _imports_of(path, "dlscratch.functions.winograd")
+    assert not later, f"functions/{name} imports a later lesson's algorithm: {later}"
+
+
+def test_the_later_lesson_scan_sees_every_form(tmp_path):
+    sub = tmp_path / "dlscratch" / "functions"
+    sub.mkdir(parents=True)
+    source = sub / "example.py"
+    source.write_text("from ..amp.autocast import casts_to_float32\nfrom .. import amp\nfrom .winograd import W\n"
+                      "from . import fft_conv\n")
+    assert _imports_of(source, "dlscratch.amp", tmp_path) == ["line 1: dlscratch.amp.autocast", "line 2: dlscratch.amp"]
+    assert _imports_of(source, "dlscratch.functions.winograd", tmp_path) == ["line 3: dlscratch.functions.winograd"]
+    assert _imports_of(source, "dlscratch.functions.fft_conv", tmp_path) == ["line 4: dlscratch.functions.fft_conv"]

@@ -12,7 +12,7 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch import memory, paths
+from dlscratch import paths, settings
 
 # 1. set_grad_enabled: a function that takes effect at once, and a context manager that restores
 
@@ -89,9 +89,9 @@ def test_keep_memory_rejects_other_values_naming_the_variable():
 
 def test_env_flag_parses_case_insensitively(monkeypatch):
     monkeypatch.setenv("DLSCRATCH_TEST_FLAG", "FaLsE")
-    assert memory.env_flag("DLSCRATCH_TEST_FLAG", default=True) is False
+    assert settings.env_flag("DLSCRATCH_TEST_FLAG", default=True) is False
     monkeypatch.delenv("DLSCRATCH_TEST_FLAG")
-    assert memory.env_flag("DLSCRATCH_TEST_FLAG", default=True) is True
+    assert settings.env_flag("DLSCRATCH_TEST_FLAG", default=True) is True
 
 
 # 3. the subpackages are attributes after `import dlscratch`

@@ -4,7 +4,7 @@
 exercise's solution cell, in order: the text that replaces that region (indented to match by the tool), or None
 to keep the solution there. A plain string stands for a one-region cell.
 
-A mistake named "calls the library" must be rejected by the check's ``dlscratch.checking.own_work``, not by
+A mistake named "calls the library" must be rejected by the check's ``dlscratch_lessons.checking.own_work``, not by
 chance: the answer computes the right values through dlscratch instead of by itself.
 
 ``GPU_ONLY`` names the mistakes that are only wrong on a GPU (a NumPy array where the data's module was meant):

@@ -9,6 +9,9 @@ Inside the block the parameters stay float32 (the master weights); each operatio
   inputs are cast up, since exponentials and long sums overflow or lose their small terms in float16;
 - everything else (``relu``, ``+``, pooling...) follows its inputs, by the promotion rule of ``dtypes.py``.
 
+The lists are in ``casting_lists.py``, which wraps those operations' entry points (``entry_points.py``) with
+``casts_to_low_precision`` and ``casts_to_float32`` below: the operations themselves never import autocast.
+
 The casts are ordinary graph nodes (``functions.conversion.Cast``), so backward casts each gradient back:
 a float32 parameter gets a float32 ``.grad``. A training step::
 
@@ -16,8 +19,8 @@ a float32 parameter gets a float32 ``.grad``. A training step::
         loss = F.cross_entropy(model(x), y)      # model(x) is float16, loss float32
     scaler.scale(loss).backward()                # see grad_scaler.py
 
-The state is per thread, and a block restores the state it found. Outside every block the decorated
-functions cost one attribute test and nothing else: no cast, no extra array or kernel launch.
+The state is per thread, and a block restores the state it found. Outside every block the wrapped
+operations cost one attribute test and nothing else: no cast, no extra array or kernel launch.
 
 **The weights are cast once per block.** A model that runs twice in one block (two batches, or a weight
 shared by two layers) would otherwise cast each parameter again at every use: one more float16 copy and,
@@ -136,7 +139,7 @@ def _same(made_from, now):
 
 
 def _casting(function, source_of, target_of):
-    @functools.wraps(function)  # keeps ``.reference`` of a ``@dispatch`` wrapper, for ``fast_version_of``
+    @functools.wraps(function)
     def call(*args, **kwargs):
         if not _state.enabled:
             return function(*args, **kwargs)
@@ -148,10 +151,10 @@ def _casting(function, source_of, target_of):
 
 
 def casts_to_low_precision(function):
-    """Decorator of a float16-list operation: inside ``autocast`` its float32 inputs become float16."""
+    """Wrapper of a float16-list operation: inside ``autocast`` its float32 inputs become float16."""
     return _casting(function, lambda: FLOAT32, get_autocast_dtype)
 
 
 def casts_to_float32(function):
-    """Decorator of a float32-list operation: inside ``autocast`` its float16 inputs become float32."""
+    """Wrapper of a float32-list operation: inside ``autocast`` its float16 inputs become float32."""
     return _casting(function, get_autocast_dtype, lambda: FLOAT32)

@@ -26,8 +26,9 @@ class ReduceOp:
 _OPS = (ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.AVG)
 
 
-def array_of(tensor, caller):
-    """The array that ``tensor`` (a Tensor or an array) holds, checked for a collective."""
+def message_buffer(tensor, caller):
+    """The array that ``tensor`` (a Tensor or an array) holds, checked to be sent or received in place:
+    a host or GPU array, contiguous."""
     array = tensor.data if isinstance(tensor, Tensor) else tensor
     if not (isinstance(array, numpy.ndarray) or backend.is_gpu_array(array)):
         raise TypeError(f"{caller}: expected a Tensor or an array, got {type(tensor).__name__}")
@@ -42,7 +43,7 @@ def all_reduce(tensor, op=ReduceOp.SUM):
     Bool tensors combine as PyTorch's do: sum and max are "or", product and min "and"; avg needs floats."""
     if op not in _OPS:
         raise ValueError(f"all_reduce: op must be one of {list(_OPS)}, got {op!r}")
-    array = array_of(tensor, "all_reduce")
+    array = message_buffer(tensor, "all_reduce")
     _check_reducible(op, array.dtype)
     comm = communicator()
     if comm is None or get_world_size() == 1:
@@ -73,7 +74,7 @@ def _reduce_on_host(comm, host, op):
 
 def broadcast(tensor, src=0):
     """Replace ``tensor``'s values on every rank by rank ``src``'s, in place."""
-    array = array_of(tensor, "broadcast")
+    array = message_buffer(tensor, "broadcast")
     comm = communicator()
     if not (isinstance(src, int) and 0 <= src < get_world_size()):
         raise ValueError(f"broadcast: src must be a rank in [0, {get_world_size()}), got {src!r}")

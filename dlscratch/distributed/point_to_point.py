@@ -11,7 +11,7 @@ way. GPU arrays travel through host memory (a copy each way); host arrays go to 
 """
 
 from .. import backend
-from .collectives import array_of, through_host
+from .collectives import message_buffer, through_host
 from .process_group import communicator, get_rank, get_world_size
 
 
@@ -86,7 +86,7 @@ def irecv(tensor, src=None, tag=0):
 
 def _checked(tensor, peer, caller, role):
     """The array to send or fill, and the communicator; clear errors for a bad peer or a world of one."""
-    array = array_of(tensor, caller)
+    array = message_buffer(tensor, caller)
     comm, world = communicator(), get_world_size()
     if comm is None or world == 1:
         raise RuntimeError(f"{caller}: a message needs two processes; start them with mpiexec -n 2 (or more)")

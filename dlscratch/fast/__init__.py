@@ -28,8 +28,8 @@ The tricks, and where each lives:
 - ``tuning.py``: every machine-tuned size above, with the measurement behind it.
 
 Two speed-ups are not here, because they are not implementations of one operation: keeping freed
-memory in the process (``dlscratch/memory.py``, switched on explicitly) and the engine's own
-(``dlscratch/function.py`` lists them).
+memory in the process (``dlscratch/memory.py``, switched on explicitly) and the engine's own (plain
+loops in ``Function.__call__`` and ``prepare``, ``core/function.py`` and ``function.py``; ``layers/fresh_grads.py``).
 """
 
 from . import conv, dropout, elementwise, im2col, loss, lstm, lstm_layer, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)

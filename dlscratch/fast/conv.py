@@ -29,11 +29,15 @@ Measured on a 2-core AMD EPYC, NumPy 2, OpenBLAS (``python -m dlscratch.bench co
 reference path beside this one).
 """
 
+from dataclasses import replace
+
 from .. import backend
 from ..function import Function
 from ..functions import conv as reference
-from ..functions.im2col import Geometry, array_of
+from ..functions.conv_algorithms import registered_algorithm
+from ..functions.conv_checks import check_conv2d
 from ..paths import fast_version_of
+from ..tensor import data_of
 from . import tuning
 from .im2col import COL2IM, IM2COL, resolve_method
 from .layout import is_batch_last, to_batch_last, unpad_batch_last
@@ -41,28 +45,30 @@ from .matmul import gemm
 from .threads import in_parts
 
 
-class Conv2d(Function):
+class Conv2dFunction(Function):
     """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo).
 
     The gradients never share ``self.cols`` (or any other kept buffer): each is a new array, so a
     leaf may adopt it without a copy (``fresh_grads``).
     """
 
+    name = "conv2d"  # the name errors and drawings use
+
     fresh_grads = True
 
-    def __init__(self, g, method):
-        self.g, self.method = g, method
+    def __init__(self, geometry, method):
+        self.geometry, self.method = geometry, method
 
     def forward(self, x, weight, bias=None):
-        g = self.g
-        rows = g.cols_shape[0]
+        geometry = self.geometry
+        rows = geometry.cols_shape[0]
         # with a bias, the column matrix gets one more row, of ones, and the weight matrix the bias
         # as one more column: the GEMM adds the bias, and the weight-gradient GEMM sums gy for it
         # (on a GPU the bias is added to the product instead: fewer launches)
         self.bias_row = bias is not None and not backend.is_gpu_array(x)
-        shape = (rows + self.bias_row, g.cols_shape[1])
+        shape = (rows + self.bias_row, geometry.cols_shape[1])
         cols = backend.get_array_module(x).empty(shape, dtype=x.dtype)
-        IM2COL[self.method](x, g, cols[:rows])
+        IM2COL[self.method](x, geometry, cols[:rows])
         matrix = weight.reshape(len(weight), -1)
         if self.bias_row:
             cols[rows] = 1
@@ -71,7 +77,8 @@ class Conv2d(Function):
         y = gemm(matrix, cols)
         if bias is not None and not self.bias_row:
             y += bias[:, None]
-        return y.reshape(len(weight), g.Ho, g.Wo, g.N).transpose(3, 0, 1, 2)  # O, not -1: N may be 0
+        y = y.reshape(len(weight), geometry.Ho, geometry.Wo, geometry.N)  # O, not -1: N may be 0
+        return y.transpose(3, 0, 1, 2)
 
     def backward(self, gy):
         out_channels = gy.shape[1]
@@ -89,24 +96,25 @@ class Conv2d(Function):
 
     def input_gradient(self, weight, gy):
         """``col2im(weight.T @ gy)`` for ``weight: (O, C*kh*kw)``, ``gy: (O, Ho*Wo*N)``, in bands of output rows."""
-        g = self.g
+        geometry = self.geometry
         xp = backend.get_array_module(gy)
         on_gpu = backend.is_gpu_array(gy)
         if on_gpu and self.method == "kernel":  # the gather kernel writes every number of gx: nothing to zero
-            return COL2IM["kernel"](gemm(weight.T, gy), g)
-        per_row = weight.shape[1] * g.Wo * g.N
-        band = g.Ho if on_gpu or per_row == 0 else max(1, tuning.BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
-        padded = xp.zeros((g.C, g.H + 2 * g.ph, g.W + 2 * g.pw, g.N), dtype=gy.dtype)
-        for r0 in range(0, g.Ho, band):
-            r1 = min(r0 + band, g.Ho)
-            rows = slice(r0 * g.sh, (r1 - 1) * g.sh + g.kh)  # the padded rows these output rows read
-            sub = Geometry(g.N, g.C, rows.stop - rows.start, padded.shape[2], g.kh, g.kw, g.sh, g.sw, 0, 0)
-            gcols = gemm(weight.T, gy[:, r0 * g.Wo * g.N : r1 * g.Wo * g.N])
+            return COL2IM["kernel"](gemm(weight.T, gy), geometry)
+        (N, C, H, W), Ho, Wo = geometry.x_shape, geometry.Ho, geometry.Wo
+        per_row = weight.shape[1] * Wo * N
+        band = Ho if on_gpu or per_row == 0 else max(1, tuning.BAND_NUMBERS // per_row)  # per_row is 0 for N = 0
+        padded = xp.zeros((C, H + 2 * geometry.ph, W + 2 * geometry.pw, N), dtype=gy.dtype)
+        for r0 in range(0, Ho, band):
+            r1 = min(r0 + band, Ho)
+            rows = slice(r0 * geometry.sh, (r1 - 1) * geometry.sh + geometry.kh)  # the padded rows they read
+            band_geometry = replace(geometry, H=rows.stop - rows.start, W=padded.shape[2], ph=0, pw=0)
+            gcols = gemm(weight.T, gy[:, r0 * Wo * N : r1 * Wo * N])
             if on_gpu:
-                padded[:, rows] += COL2IM[self.method](gcols, sub).transpose(1, 2, 3, 0)
+                padded[:, rows] += COL2IM[self.method](gcols, band_geometry).transpose(1, 2, 3, 0)
             else:
-                add_columns(padded[:, rows], gcols, sub)
-        return unpad_batch_last(padded, g)
+                add_columns(padded[:, rows], gcols, band_geometry)
+        return unpad_batch_last(padded, geometry)
 
 
 def add_columns(target, gcols, g):
@@ -136,11 +144,12 @@ def weight_gradient(gy, cols):
     return gemm(cols, gy.T).T
 
 
+
 @fast_version_of(reference.conv2d)
 def conv2d(x, weight, bias=None, stride=1, padding=0, method=None, algorithm="im2col"):
-    g = reference.check(x, weight, bias, stride, padding)
-    # FFT and Winograd have one implementation, the reference's
-    fn = reference.by_algorithm(algorithm, (g.kh, g.kw), (g.sh, g.sw), (g.ph, g.pw), method)
-    if fn is None:
-        fn = Conv2d(g, resolve_method(method, array_of(x), "conv2d"))
-    return fn(x, weight) if bias is None else fn(x, weight, bias)
+    geometry = check_conv2d(x, weight, bias, stride, padding, method, algorithm, im2col_methods=True)
+    if algorithm == "im2col":
+        convolution = Conv2dFunction(geometry, resolve_method(method, data_of(x), "conv2d"))
+    else:  # FFT and Winograd have one implementation, the reference's
+        convolution = registered_algorithm(algorithm, (geometry.ph, geometry.pw))
+    return convolution(x, weight) if bias is None else convolution(x, weight, bias)

@@ -20,12 +20,13 @@ same numbers faster:
 
 from .. import backend
 from ..function import Function
-from ..functions.im2col import _check_cols, array_of, geometry
+from ..functions.im2col import _check_cols, geometry
 from ..functions.im2col import col2im as reference_col2im
 from ..functions.im2col import col2im_array as reference_col2im_array
 from ..functions.im2col import im2col as reference_im2col
 from ..functions.im2col import im2col_array as reference_im2col_array
 from ..paths import fast_version_of
+from ..tensor import data_of
 from .conv_kernels import col2im_kernel, im2col_kernel
 from .im2col_slices import col2im_slices, columns_for, copy_channels, im2col_slices
 from .layout import pad_batch_last, unpad_batch_last
@@ -119,27 +120,27 @@ def resolve_method(method, array, op):
 class Im2col(Function):
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, g, method):
-        self.g, self.method = g, method
+    def __init__(self, geometry, method):
+        self.geometry, self.method = geometry, method
 
     def forward(self, x):
-        return IM2COL[self.method](x, self.g)
+        return IM2COL[self.method](x, self.geometry)
 
     def backward(self, gcols):
-        return COL2IM[self.method](gcols, self.g)
+        return COL2IM[self.method](gcols, self.geometry)
 
 
 class Col2im(Function):
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, g, method):
-        self.g, self.method = g, method
+    def __init__(self, geometry, method):
+        self.geometry, self.method = geometry, method
 
     def forward(self, cols):
-        return COL2IM[self.method](cols, self.g)
+        return COL2IM[self.method](cols, self.geometry)
 
     def backward(self, gx):
-        return IM2COL[self.method](gx, self.g)
+        return IM2COL[self.method](gx, self.geometry)
 
 
 @fast_version_of(reference_im2col_array)
@@ -158,11 +159,11 @@ def col2im_array(cols, x_shape, kernel_size, stride=1, padding=0, method=None):
 @fast_version_of(reference_im2col)
 def im2col(x, kernel_size, stride=1, padding=0, method=None):
     g = geometry(x.shape, kernel_size, stride, padding, "im2col")
-    return Im2col(g, resolve_method(method, array_of(x), "im2col"))(x)
+    return Im2col(g, resolve_method(method, data_of(x), "im2col"))(x)
 
 
 @fast_version_of(reference_col2im)
 def col2im(cols, x_shape, kernel_size, stride=1, padding=0, method=None):
     g = geometry(x_shape, kernel_size, stride, padding, "col2im")
     _check_cols(cols.shape, g)
-    return Col2im(g, resolve_method(method, array_of(cols), "col2im"))(cols)
+    return Col2im(g, resolve_method(method, data_of(cols), "col2im"))(cols)

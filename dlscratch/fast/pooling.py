@@ -166,45 +166,48 @@ class MaxPool2d(Function):
 
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, g, how):
-        self.g, self.how = g, how
+    def __init__(self, geometry, how):
+        self.geometry, self.how = geometry, how
 
     def forward(self, x):
-        g = self.g
+        geometry = self.geometry
         xp = backend.get_array_module(x)
         self.winner = None
         if self.how == "offsets" and pooling_kernels.runs_on_kernels(x):  # the same winners, in one kernel
             self.like = x
-            y = new_array((g.N, g.C, g.Ho, g.Wo), x, x.dtype)
-            self.winner = xp.empty((g.N, g.C, g.Ho, g.Wo), dtype=xp.int64)
-            pooling_kernels.max_pool_forward(x, g, y, self.winner)
+            out_shape = (geometry.N, geometry.C, geometry.Ho, geometry.Wo)
+            y = new_array(out_shape, x, x.dtype)
+            self.winner = xp.empty(out_shape, dtype=xp.int64)
+            pooling_kernels.max_pool_forward(x, geometry, y, self.winner)
             return y
-        padded = pad(x, g, -float("inf"))
-        rows, row_offset = running_max(axis_views(padded, g, 2), first_real(g, 2, xp) if g.ph else None)
-        y, col_offset = running_max(axis_views(rows, g, 3), first_real(g, 3, xp) if g.pw else None)
+        padded = pad(x, geometry, -float("inf"))
+        row_real = first_real(geometry, 2, xp) if geometry.ph else None
+        rows, row_offset = running_max(axis_views(padded, geometry, 2), row_real)
+        col_real = first_real(geometry, 3, xp) if geometry.pw else None
+        y, col_offset = running_max(axis_views(rows, geometry, 3), col_real)
         self.like = x  # for its memory layout
         if self.how == "offsets":
             self.row_offset, self.col_offset = row_offset, col_offset
         elif self.how == "mask":
-            self.masks = [(view == y) | xp.isnan(view) for view in window_views(padded, g)]
+            self.masks = [(view == y) | xp.isnan(view) for view in window_views(padded, geometry)]
         else:
-            self.index = flat_index(winning_row(row_offset, col_offset, g), col_offset, g)
+            self.index = flat_index(winning_row(row_offset, col_offset, geometry), col_offset, geometry)
         return y
 
     def backward(self, gy):
         if self.winner is not None:
-            g = self.g
-            gx = new_array((g.N, g.C, g.H, g.W), self.like, gy.dtype)
-            pooling_kernels.max_pool_backward(gy, self.winner, g, gx)
+            geometry = self.geometry
+            gx = new_array((geometry.N, geometry.C, geometry.H, geometry.W), self.like, gy.dtype)
+            pooling_kernels.max_pool_backward(gy, self.winner, geometry, gx)
             return gx
         gy = in_layout_of(gy, self.like)  # one transposing copy here is cheaper than mixed layouts below
         if self.how == "offsets":
-            return max_pool_backward_offsets(gy, self.row_offset, self.col_offset, self.g, self.like)
+            return max_pool_backward_offsets(gy, self.row_offset, self.col_offset, self.geometry, self.like)
         if self.how == "mask":
-            return max_pool_backward_mask(gy, self.masks, self.g, self.like)
+            return max_pool_backward_mask(gy, self.masks, self.geometry, self.like)
         if self.how == "argmax_scatter":
-            return max_pool_backward_argmax_scatter(gy, self.index, self.g)
-        return max_pool_backward_scatter_add(gy, self.index, self.g)
+            return max_pool_backward_argmax_scatter(gy, self.index, self.geometry)
+        return max_pool_backward_scatter_add(gy, self.index, self.geometry)
 
 
 class AvgPool2d(Function):
@@ -212,22 +215,23 @@ class AvgPool2d(Function):
 
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, g):
-        self.g = g
+    def __init__(self, geometry):
+        self.geometry = geometry
 
     def forward(self, x):
-        g = self.g
+        geometry = self.geometry
         self.like = x  # for its memory layout
-        rows = sum(axis_views(pad(x, g, 0), g, 2))
-        y = sum(axis_views(rows, g, 3))
-        y /= g.kh * g.kw
+        rows = sum(axis_views(pad(x, geometry, 0), geometry, 2))
+        y = sum(axis_views(rows, geometry, 3))
+        y /= geometry.kh * geometry.kw
         return y
 
     def backward(self, gy):
-        g = self.g
-        part = in_layout_of(gy, self.like) / (g.kh * g.kw)
-        g_rows = fold_axis([part] * g.kw, (g.N, g.C, g.Ho, g.W + 2 * g.pw), self.like, g, 3)
-        return crop(fold_axis([g_rows] * g.kh, padded_shape(g), self.like, g, 2), g)
+        geometry = self.geometry
+        part = in_layout_of(gy, self.like) / (geometry.kh * geometry.kw)
+        rows_shape = (geometry.N, geometry.C, geometry.Ho, geometry.W + 2 * geometry.pw)
+        g_rows = fold_axis([part] * geometry.kw, rows_shape, self.like, geometry, 3)
+        return crop(fold_axis([g_rows] * geometry.kh, padded_shape(geometry), self.like, geometry, 2), geometry)
 
 
 @fast_version_of(reference_max_pool2d)

@@ -31,3 +31,6 @@ __all__ = [
     "sub", "sum", "sum_to", "sum_to_shape", "tanh", "to_device", "transpose", "unsqueeze", "wrap_dim",
     "avg_pool2d", "col2im", "conv2d", "im2col", "max_pool2d",
 ]
+
+# last, once the engine is loaded: importing them registers conv2d's other algorithms (conv_algorithms.py)
+from . import fft_conv, winograd  # noqa: E402

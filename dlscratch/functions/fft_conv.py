@@ -18,6 +18,7 @@ into the part that is kept.
 
 from .. import backend
 from ..function import Function
+from .conv_algorithms import register_algorithm
 
 
 class FFTConv2d(Function):
@@ -55,6 +56,9 @@ class FFTConv2d(Function):
         if len(self.inputs) == 3 and self.needs_input_grad[2]:
             gb = gy.sum(axis=(0, 2, 3))
         return (gx, gw) if len(self.inputs) == 2 else (gx, gw, gb)
+
+
+register_algorithm("fft", FFTConv2d)  # conv2d(algorithm="fft"): any kernel
 
 
 def _per_frequency(a, b, transpose_a=False, transpose_b=False):

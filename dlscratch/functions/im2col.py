@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from .. import backend
 from ..function import Function
 from ..paths import dispatch
-from ..tensor import Tensor
 
 
 @dataclass(frozen=True)
@@ -125,12 +124,7 @@ def col2im_reference(cols, g):
     return padded[:, :, g.ph : g.ph + g.H, g.pw : g.pw + g.W]
 
 
-def array_of(x):
-    """The array inside a tensor; arrays pass through."""
-    return x.data if isinstance(x, Tensor) else x
-
-
-def no_method(method, op):
+def refuse_method(method, op):
     """The reference path has one implementation: refuse a fast-path ``method``."""
     if method is not None:
         raise ValueError(
@@ -143,7 +137,7 @@ def no_method(method, op):
 def im2col_array(x, kernel_size, stride=1, padding=0, method=None):
     """``x: (N, C, H, W)`` array -> ``cols: (C*kh*kw, Ho*Wo*N)`` array (layout in the module docstring)."""
     g = geometry(x.shape, kernel_size, stride, padding, "im2col")
-    no_method(method, "im2col")
+    refuse_method(method, "im2col")
     return im2col_reference(x, g)
 
 
@@ -152,7 +146,7 @@ def col2im_array(cols, x_shape, kernel_size, stride=1, padding=0, method=None):
     """``cols: (C*kh*kw, Ho*Wo*N)`` array -> ``(N, C, H, W)`` array: the adjoint of ``im2col_array``."""
     g = geometry(x_shape, kernel_size, stride, padding, "col2im")
     _check_cols(cols.shape, g)
-    no_method(method, "col2im")
+    refuse_method(method, "col2im")
     return col2im_reference(cols, g)
 
 
@@ -167,34 +161,34 @@ def _check_cols(shape, g):
 class Im2col(Function):
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, g):
-        self.g = g
+    def __init__(self, geometry):
+        self.geometry = geometry
 
     def forward(self, x):
-        return im2col_reference(x, self.g)
+        return im2col_reference(x, self.geometry)
 
     def backward(self, gcols):
-        return col2im_reference(gcols, self.g)
+        return col2im_reference(gcols, self.geometry)
 
 
 class Col2im(Function):
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, g):
-        self.g = g
+    def __init__(self, geometry):
+        self.geometry = geometry
 
     def forward(self, cols):
-        return col2im_reference(cols, self.g)
+        return col2im_reference(cols, self.geometry)
 
     def backward(self, gx):
-        return im2col_reference(gx, self.g)
+        return im2col_reference(gx, self.geometry)
 
 
 @dispatch
 def im2col(x, kernel_size, stride=1, padding=0, method=None):
     """Differentiable im2col: ``x: (N, C, H, W)`` -> ``(C*kh*kw, Ho*Wo*N)``; backward is col2im."""
     g = geometry(x.shape, kernel_size, stride, padding, "im2col")
-    no_method(method, "im2col")
+    refuse_method(method, "im2col")
     return Im2col(g)(x)
 
 
@@ -203,5 +197,5 @@ def col2im(cols, x_shape, kernel_size, stride=1, padding=0, method=None):
     """Differentiable col2im: ``(C*kh*kw, Ho*Wo*N)`` -> ``x_shape = (N, C, H, W)``; backward is im2col."""
     g = geometry(x_shape, kernel_size, stride, padding, "col2im")
     _check_cols(cols.shape, g)
-    no_method(method, "col2im")
+    refuse_method(method, "col2im")
     return Col2im(g)(cols)

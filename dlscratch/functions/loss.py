@@ -1,7 +1,7 @@
 """Loss functions: cross-entropy with integer class labels, and mean squared error."""
 
-from ..amp.autocast import casts_to_float32
 from ..backend import get_array_module
+from ..entry_points import entry_point
 from ..function import Function
 from ..paths import dispatch
 from .softmax import log_softmax_array
@@ -96,12 +96,12 @@ class MSELoss(Function):
         return g, -g
 
 
-@casts_to_float32
+@entry_point
 @dispatch
 def cross_entropy(logits, labels, reduction="mean"):
     return CrossEntropy(reduction)(logits, labels)
 
 
-@casts_to_float32
+@entry_point
 def mse_loss(x, target, reduction="mean"):
     return MSELoss(reduction)(x, target)

@@ -2,7 +2,7 @@
 
 import operator
 
-from ..amp.autocast import casts_to_low_precision
+from ..entry_points import entry_point
 from ..function import Function
 from ..paths import dispatch
 from .broadcast import sum_to
@@ -80,13 +80,13 @@ class Linear(Function):
         return tuple(grads)
 
 
-@casts_to_low_precision
+@entry_point
 @dispatch
 def matmul(a, b):
     return MatMul()(a, b)
 
 
-@casts_to_low_precision
+@entry_point
 @dispatch
 def linear(x, weight, bias=None):
     return Linear()(x, weight) if bias is None else Linear()(x, weight, bias)

@@ -57,15 +57,15 @@ class MaxPool2d(Function):
 
     saves_inputs = False  # backward reads which offset won, kept by forward
 
-    def __init__(self, g):
-        self.g = g
+    def __init__(self, geometry):
+        self.geometry = geometry
 
     def forward(self, x):
-        g, xp = self.g, backend.get_array_module(x)
-        padded = pad(x, g, -xp.inf)
+        geometry, xp = self.geometry, backend.get_array_module(x)
+        padded = pad(x, geometry, -xp.inf)
         y = winner = real = None
-        for k, (i, j) in enumerate(offsets(g)):
-            view, view_real = window_slice(padded, g, i, j), is_real(g, i, j, xp)
+        for k, (i, j) in enumerate(offsets(geometry)):
+            view, view_real = window_slice(padded, geometry, i, j), is_real(geometry, i, j, xp)
             if y is None:
                 y, winner, real = view.copy(), xp.zeros(view.shape, dtype=xp.int32), view_real
             else:
@@ -79,11 +79,11 @@ class MaxPool2d(Function):
         return y
 
     def backward(self, gy):
-        g = self.g
-        gx = zeros_padded(gy, g)
-        for k, (i, j) in enumerate(offsets(g)):
-            window_slice(gx, g, i, j)[...] += gy * (self.winner == k)
-        return crop(gx, g)
+        geometry = self.geometry
+        gx = zeros_padded(gy, geometry)
+        for k, (i, j) in enumerate(offsets(geometry)):
+            window_slice(gx, geometry, i, j)[...] += gy * (self.winner == k)
+        return crop(gx, geometry)
 
 
 class AvgPool2d(Function):
@@ -91,21 +91,21 @@ class AvgPool2d(Function):
 
     saves_inputs = False  # backward does not read the inputs' values
 
-    def __init__(self, g):
-        self.g = g
+    def __init__(self, geometry):
+        self.geometry = geometry
 
     def forward(self, x):
-        g = self.g
-        padded = pad(x, g, 0)
-        return sum(window_slice(padded, g, i, j) for i, j in offsets(g)) / (g.kh * g.kw)
+        geometry = self.geometry
+        padded = pad(x, geometry, 0)
+        return sum(window_slice(padded, geometry, i, j) for i, j in offsets(geometry)) / (geometry.kh * geometry.kw)
 
     def backward(self, gy):
-        g = self.g
-        gx = zeros_padded(gy, g)
-        share = gy / (g.kh * g.kw)  # each element of a window contributed 1 / (kh*kw) of its mean
-        for i, j in offsets(g):
-            window_slice(gx, g, i, j)[...] += share
-        return crop(gx, g)
+        geometry = self.geometry
+        gx = zeros_padded(gy, geometry)
+        share = gy / (geometry.kh * geometry.kw)  # each element of a window contributed 1 / (kh*kw) of its mean
+        for i, j in offsets(geometry):
+            window_slice(gx, geometry, i, j)[...] += share
+        return crop(gx, geometry)
 
 
 def check_window(kernel_size, stride, padding, op):

@@ -1,7 +1,7 @@
 """Reductions: sum, mean and max over dimensions (``dim``), with ``keepdim``, as in PyTorch."""
 
-from ..amp.autocast import casts_to_float32
 from ..backend import get_array_module
+from ..entry_points import entry_point
 from ..function import Function
 from .shape import is_int, wrap_dim
 
@@ -98,12 +98,12 @@ class Max(Function):
         return gy * self.mask / ties
 
 
-@casts_to_float32
+@entry_point
 def sum(x, dim=None, keepdim=False):
     return Sum(dim, keepdim)(x)
 
 
-@casts_to_float32
+@entry_point
 def mean(x, dim=None, keepdim=False):
     return Mean(dim, keepdim)(x)
 

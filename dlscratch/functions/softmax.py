@@ -1,7 +1,7 @@
 """Softmax and log-softmax along one dimension, shifted by the maximum so that exp never overflows."""
 
-from ..amp.autocast import casts_to_float32
 from ..backend import get_array_module
+from ..entry_points import entry_point
 from ..function import Function
 from .shape import wrap_dim
 
@@ -49,11 +49,11 @@ class LogSoftmax(Function):
         return gy - xp.exp(self.y) * gy.sum(axis=self.dim, keepdims=True)
 
 
-@casts_to_float32
+@entry_point
 def softmax(x, dim=-1):
     return Softmax(wrap_dim("softmax", dim, x.ndim))(x)
 
 
-@casts_to_float32
+@entry_point
 def log_softmax(x, dim=-1):
     return LogSoftmax(wrap_dim("log_softmax", dim, x.ndim))(x)

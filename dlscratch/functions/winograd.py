@@ -36,6 +36,7 @@ import numpy
 
 from .. import backend
 from ..function import Function
+from .conv_algorithms import register_algorithm
 
 DEFAULT_POINTS = (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2), 3, -3)
 
@@ -169,3 +170,7 @@ class WinogradConv2d(Function):
         if len(self.inputs) == 3 and self.needs_input_grad[2]:
             gb = gy.sum(axis=(0, 2, 3))
         return tuple(None if g is None else g.astype(dtype, copy=False) for g, dtype in zip((gx, gw, gb), self.dtypes))
+
+
+register_algorithm("winograd2", functools.partial(WinogradConv2d, 2), kernel=(3, 3))  # F(2x2, 3x3)
+register_algorithm("winograd4", functools.partial(WinogradConv2d, 4), kernel=(3, 3))  # F(4x4, 3x3)

@@ -5,7 +5,8 @@ import math
 import numpy
 
 from .. import backend
-from ..functions.conv import by_algorithm, conv2d
+from ..functions.conv import conv2d
+from ..functions.conv_algorithms import check_algorithm
 from ..functions.im2col import pair
 from . import init
 from .module import Module, Parameter
@@ -39,7 +40,7 @@ class Conv2d(Module):
                 f"{self.kernel_size}, stride {self.stride}, padding {self.padding}"
             )
         self.algorithm = algorithm
-        by_algorithm(algorithm, self.kernel_size, self.stride, self.padding)  # refuse here, not at the first call
+        check_algorithm(algorithm, self.kernel_size, self.stride)  # refuse here, not at the first call
         xp = backend.xp if device is None else backend.module_for(device)
         shape = (self.out_channels, self.in_channels) + self.kernel_size
         self.weight = Parameter(xp.empty(shape, dtype=numpy.float32))

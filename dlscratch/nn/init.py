@@ -69,7 +69,7 @@ def _random(tensor, draw):
 
 
 def _write(tensor, values):
-    """Overwrite in place as a counted write (see ``versions.py``); not part of any graph."""
+    """Overwrite in place as a counted write (see ``layers/versions.py``); not part of any graph."""
     with no_grad():
         tensor.copy_(values)
 

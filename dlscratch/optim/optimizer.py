@@ -129,7 +129,7 @@ class Optimizer:
                     new.data -= new.delta
                 else:
                     new.apply()
-                new.param.data = new.data  # counts the write (versions.py)
+                new.param.data = new.data  # counts the write (layers/versions.py)
                 self.state[new.param] = new.state
 
     def _update(self, p, grad, state, group):

@@ -1,4 +1,4 @@
-"""Version counters: how a graph notices that a tensor it saved was changed in place.
+"""Layer: version counters, how a graph notices that a tensor it saved was changed in place.
 
 A backward pass reads arrays that the forward pass saved: ``Mul`` keeps both factors, ``Exp``
 its output, ``Linear`` its input and weight. If one of them is overwritten between the forward
@@ -15,17 +15,18 @@ against this with a version counter per tensor; so does dlscratch:
   ``saves_inputs = False``; its outputs, if ``saves_outputs = True``) was written after the
   function was recorded.
 
+Attached at the core's ``Function.output`` (a view shares its base's counter, and the counters of the
+outputs a backward reads are kept) and ``Function.run_backward`` (the check), in ``dlscratch/function.py``;
+``Tensor.data``'s setter and ``inplace.py`` count the writes.
+
 Not seen: writes into the array itself (``t.data[0] = 1``, ``numpy.copyto(t.data, ...)``),
 exactly as PyTorch's ``.data`` is not seen. The library never writes that way.
 """
 
 
-import itertools
-
-#: One clock for the whole process: recorded functions take their ``seq`` from it, in-place writes
-#: their time stamp, so "written after ``fn`` was recorded" is ``last_write > fn.seq``, and recording
-#: a function costs nothing extra.
-clock = itertools.count()
+# One clock for the whole process, the core's: recorded functions take their ``seq`` from it, in-place writes their
+# time stamp, so "written after ``fn`` was recorded" is ``last_write > fn.seq``, and recording costs nothing extra.
+from ..core.function import clock
 
 
 class _LatestWrite:
@@ -67,11 +68,23 @@ def bump(t):
     counter_of(t).bump()
 
 
-def record_outputs(fn, outputs):
-    """For a function whose backward reads its outputs: keep their counters (the outputs
-    themselves are only weakly held)."""
-    outs = outputs if type(outputs) is tuple else (outputs,)
-    fn.output_counters = [(counter_of(out), out.shape) for out in outs]
+def shared_counter(y, inputs):
+    """The version counter an output array ``y`` shares: an input's, when ``y`` is a view of that input's memory
+    (a write through either changes both); None for a new array."""
+    base = y.base
+    for x in inputs:
+        data = x._data
+        if base is data or base is data.base:
+            return counter_of(x)
+    return None
+
+
+def keep_output_counter(fn, out):
+    """For a function whose backward reads its outputs: keep output ``out``'s counter and shape (the outputs
+    themselves are only weakly held), in output order."""
+    if "output_counters" not in vars(fn):
+        fn.output_counters = []
+    fn.output_counters.append((counter_of(out), out.shape))
 
 
 def check_unchanged(fn):

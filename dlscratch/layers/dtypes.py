@@ -1,4 +1,4 @@
-"""Which dtype an operation computes in: one rule, PyTorch's, applied by ``Function.__call__``.
+"""Layer: which dtype an operation computes in; one rule, PyTorch's, applied by ``Function.prepare``.
 
 NumPy widens ``float32 + int64`` to float64 (an int64 does not fit a float32's 24-bit mantissa).
 A network fed integer data (uint8 pixels, int64 positions) would then run in float64, twice as
@@ -15,6 +15,8 @@ slow, with nothing to say so. PyTorch's rule, which dlscratch follows:
 Integer inputs that an operation needs as integers (class labels, indices) are exempt: a
 function lists their positions in ``integer_inputs``.
 """
+
+import functools
 
 import numpy
 
@@ -40,8 +42,14 @@ def operands(fn, arrays):
 
 
 def scalar_dtype(tensor_dtype, value):
-    """The dtype of a scalar constant beside a tensor of ``tensor_dtype`` (rule 2): the tensor's,
-    unless the scalar's kind does not fit (a float beside integers: float32; a complex...)."""
-    if not is_float(tensor_dtype) and isinstance(value, (float, numpy.floating)):
+    """The dtype of a Python scalar constant beside a tensor of ``tensor_dtype`` (rule 2): the tensor's,
+    unless the scalar's kind does not fit (a float beside integers: float32; a complex...). Under NumPy 2's
+    rules it depends on the scalar's type, not its value, so it is worked out once per pair of types."""
+    return _scalar_dtype(tensor_dtype, type(value))
+
+
+@functools.cache
+def _scalar_dtype(tensor_dtype, scalar_type):
+    if not is_float(tensor_dtype) and issubclass(scalar_type, (float, numpy.floating)):
         return DEFAULT_FLOAT
-    return numpy.result_type(tensor_dtype, value)
+    return numpy.result_type(tensor_dtype, scalar_type(0))

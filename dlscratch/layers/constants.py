@@ -1,0 +1,56 @@
+"""Layer: numbers and arrays as operands. ``x * 2.0``, ``x + numpy_array`` and ``F.mul(2, x)`` work: each
+plain operand becomes a constant tensor (it requires no grad) before the operation runs; anything else (None,
+a string, an object) is refused with a TypeError naming the operation.
+
+Python and NumPy scalars are weak, as Python scalars are in NumPy 2: ``x * 2.0`` stays float32 for a
+float32 ``x``, and so does ``x * numpy.float64(2.0)``. Attached at the core's ``Function.prepare``
+(``dlscratch/function.py``).
+"""
+
+import numpy
+
+from .. import backend
+from . import dtypes
+
+NUMERIC_KINDS = "biufc"  # bool, signed and unsigned integers, floating, complex: what a tensor may hold
+
+
+def wrap_constants(fn, inputs, tensor_type):
+    """``inputs`` with every operand that is no tensor made a constant ``tensor_type`` beside the first tensor."""
+    like = None
+    for x in inputs:
+        if isinstance(x, tensor_type):
+            like = x
+            break
+    try:
+        return tuple([x if isinstance(x, tensor_type) else as_constant(x, like, tensor_type) for x in inputs])
+    except TypeError as exc:
+        raise TypeError(f"{fn.name}: {exc}") from None
+
+
+def as_constant(value, like, tensor_type):
+    """``value`` as a constant tensor. Scalars (Python or NumPy) take ``like``'s dtype and device when that keeps
+    their value's kind, as Python scalars do under NumPy 2's promotion rules; float64 arrays and lists of floats
+    take a floating ``like``'s dtype."""
+    if like is not None and is_number(value):
+        if hasattr(value, "item"):  # a NumPy scalar or 0-d array: its Python value, weak as Python's are
+            value = value.item()
+        data = like._data
+        xp = backend.get_array_module(data)
+        return tensor_type._make(xp.asarray(value, dtype=dtypes.scalar_dtype(data.dtype, value)), False)
+    if like is None:
+        return tensor_type(value)
+    value_dtype = value.dtype if hasattr(value, "dtype") else numpy.asarray(value).dtype
+    # float64 data takes the graph's float dtype, rather than the default float32: no rounding in a float64 graph.
+    dtype = like.dtype if value_dtype == numpy.float64 and like.dtype.kind == "f" else None
+    return tensor_type(value, dtype=dtype, device=like.device)
+
+
+def is_scalar(value):
+    """A Python or NumPy number (bool, integer, floating or complex)."""
+    return isinstance(value, (bool, int, float, complex, numpy.number, numpy.bool_))
+
+
+def is_number(value):
+    """A Python or NumPy number, or a 0-d array of one."""
+    return is_scalar(value) or (getattr(value, "ndim", None) == 0 and value.dtype.kind in NUMERIC_KINDS)
