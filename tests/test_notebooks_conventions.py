@@ -334,3 +334,27 @@ def test_quick_mode_is_on_only_for_dlscratch_quick_1(path):
     text = "".join("".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"])
     reads = re.findall(r"^.*DLSCRATCH_QUICK.*$", text, flags=re.M)
     assert all('os.environ.get("DLSCRATCH_QUICK") == "1"' in line for line in reads), reads
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "student").glob("*.ipynb")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_cell_has_a_valid_id_of_its_own(path):
+    """nbformat 4.5's cell ids: present, 1-64 letters, digits, '-' or '_', and unique in the notebook (JupyterLab,
+    nbgrader and the failures of ``test_exercise_proofs`` name cells by them); nbformat's own validator agrees."""
+    import nbformat
+
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    assert (notebook["nbformat"], notebook["nbformat_minor"]) >= (4, 5), f"{path.name}: cell ids need nbformat 4.5"
+    ids = [cell.get("id") for cell in notebook["cells"]]
+    bad = [(i, cell_id) for i, cell_id in enumerate(ids) if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cell_id or "")]
+    assert not bad, f"{path.name}: cells without a valid id: {bad}"
+    repeated = sorted({cell_id for cell_id in ids if ids.count(cell_id) > 1})
+    assert not repeated, f"{path.name}: cell ids used twice: {repeated}"
+    nbformat.validate(nbformat.reads(path.read_text(encoding="utf-8"), as_version=4))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_student_edition_keeps_every_cell_id(path):
+    """A teacher's notes and nbgrader's gradebook refer to cells by id: the student edition keeps them, in order."""
+    student = ROOT / "student" / path.name
+    assert [c["id"] for c in _cells(student)] == [c["id"] for c in _cells(path)]
