@@ -51,7 +51,7 @@ class Mul(Function):
 
 
 class Div(Function):
-    float_result = True  # integers in, float32 out (dtypes.py)
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
 
     def forward(self, a, b):
         self.a, self.b = a, b

@@ -50,7 +50,7 @@ def _check_shapes(x, weight, bias):
 def _check_dtypes(x, weight, bias):
     arrays = {"input": x, "weight": weight, "bias": bias}
     floats = {a.dtype for a in arrays.values() if a is not None and a.dtype.kind == "f"}
-    # an integer input (uint8 pixels) is converted to the weight's dtype (dtypes.py); floats must agree
+    # an integer input (uint8 pixels) is converted to the weight's dtype (layers/dtypes.py); floats must agree
     if len(floats) != 1 or weight.dtype.kind != "f" or (bias is not None and bias.dtype.kind != "f"):
         got = ", ".join(f"{name} {a.dtype}" for name, a in arrays.items() if a is not None)
         raise TypeError(f"conv2d: input, weight and bias must share one floating-point dtype, got {got}; use .astype()")

@@ -6,7 +6,7 @@ from ..paths import dispatch
 
 
 class Exp(Function):
-    float_result = True  # integers in, float32 out (dtypes.py)
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
     saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
 
     def forward(self, x):
@@ -18,7 +18,7 @@ class Exp(Function):
 
 
 class Log(Function):
-    float_result = True  # integers in, float32 out (dtypes.py)
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
 
     def forward(self, x):
         self.x = x
@@ -29,7 +29,7 @@ class Log(Function):
 
 
 class Sqrt(Function):
-    float_result = True  # integers in, float32 out (dtypes.py)
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
     saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
 
     def forward(self, x):
@@ -52,7 +52,7 @@ class Abs(Function):
 
 
 class Tanh(Function):
-    float_result = True  # integers in, float32 out (dtypes.py)
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
     saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
 
     def forward(self, x):
@@ -70,7 +70,7 @@ class Sigmoid(Function):
     For x < 0 it uses the equal form ``exp(x) / (1 + exp(x))``, which keeps tiny values exact.
     """
 
-    float_result = True  # integers in, float32 out (dtypes.py)
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
     saves_inputs, saves_outputs = False, True  # backward reads the output, not the input
 
     def forward(self, x):

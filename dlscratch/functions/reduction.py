@@ -50,7 +50,7 @@ class Sum(Function):
 
 
 class Mean(Function):
-    float_result = True  # integers in, float32 out (dtypes.py)
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
     saves_inputs = False  # backward does not read the inputs' values
 
     def __init__(self, dim=None, keepdim=False):
