@@ -57,6 +57,11 @@ class Function(core.Function):
                 break
         if backend.cupy is not None:
             devices.check_same_device(self, inputs)
+        if len(inputs) == 2:  # binary operations, spelled out: no list to build
+            a, b = inputs[0]._data, inputs[1]._data
+            if a.dtype is b.dtype and (not self.float_result or a.dtype.kind in "fc"):
+                return inputs, (a, b)
+            return inputs, dtypes.operands(self, [a, b])
         arrays = list(map(_data, inputs))
         first = arrays[0].dtype
         for a in arrays:

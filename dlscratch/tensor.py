@@ -20,7 +20,7 @@ import numpy
 
 from . import autograd, backend, inplace
 from .core import tensor as core
-from .layers import deferred_checks
+from .layers import deferred_checks, seeds
 from .layers.constants import NUMERIC_KINDS
 from .layers.constants import is_number as _is_number
 from .layers.versions import bump, counter_of
@@ -77,6 +77,9 @@ def _operand(other):
             or backend.is_gpu_array(other) or _is_number(other))
 
 
+_new_object = object.__new__  # a tensor without ``__init__``'s conversions: how functions make their outputs
+
+
 def _check_can_require_grad(dtype):
     if dtype.kind == "c":
         raise RuntimeError("dlscratch computes gradients of real floating-point tensors only; complex tensors "
@@ -123,7 +126,7 @@ class Tensor(core.Tensor):
     def _make(cls, data, requires_grad, version_counter=None):
         """Wrap an array as it is (no conversion): how functions make their outputs. A view of
         another tensor's memory passes that tensor's ``version_counter``."""
-        t = cls.__new__(cls)
+        t = _new_object(cls)
         t._data, t._requires_grad, t.retains_grad = data, requires_grad, False
         t._version_counter = version_counter
         t._grad = t.creator = t.name = t.deferred_check = t._grad_hooks = None
@@ -287,7 +290,7 @@ class Tensor(core.Tensor):
                     f"backward: a gradient can only be created implicitly for a scalar output, and this "
                     f"one has shape {self.shape}; pass grad= an array of that shape (or call .sum() first)"
                 )
-            grad = backend.get_array_module(self._data).ones_like(self._data)
+            grad = seeds.ones_like(self._data)
         else:
             grad = _to_array(grad, dtype=self.dtype, device=self.device)
             if grad.shape != self.shape:

@@ -114,8 +114,8 @@ def test_every_kernel_of_the_library_compiles_in_every_signature_the_library_sen
     compiled = {c.name for c in done if c.error is None}  # here or earlier in the session (once per signature)
     assert compiled >= library_kernel_names() - {"dlscratch_ledger"}
     in_float16 = {c.name for c in done if c.error is None and "typedef float16 T;" in c.source}
-    assert {"dlscratch_relu_backward", "dlscratch_sgd_momentum", "dlscratch_adam", "dlscratch_im2col",
-            "dlscratch_max_pool", "dlscratch_dropout", "dlscratch_cross_entropy",
+    assert {"dlscratch_relu_backward", "dlscratch_bias_relu", "dlscratch_sgd_momentum", "dlscratch_adam",
+            "dlscratch_im2col", "dlscratch_max_pool", "dlscratch_dropout", "dlscratch_cross_entropy",
             "dlscratch_cross_entropy_backward"} <= in_float16
     new = done[before:]
     print(f"\nNVRTC, this workload: {len({c.source for c in new})} new kernel sources, {len(new)} compiles for "

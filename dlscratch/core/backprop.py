@@ -48,24 +48,16 @@ def backward(output, grad):
 
 
 def _take_grads(fn, grads):
-    """The gradients gathered for ``fn``'s outputs (a list), or None when none arrived."""
-    if len(fn.outputs) == 1:  # the usual case, without the list comprehension's cost
-        gy = _take_grad(fn.outputs[0], grads)
-        return None if gy is None else [gy]
-    gys = [_take_grad(ref, grads) for ref in fn.outputs]
+    """Remove and return the gradients gathered for ``fn``'s outputs (a list, None for an output that got
+    none), or None when none arrived. A tensor that asked with ``retain_grad()`` keeps a copy in ``.grad``."""
+    gys = []
+    for ref in fn.outputs:
+        y = ref()  # None: the output tensor is gone, so nothing can have used it
+        gy = None if y is None else grads.pop(id(y), None)
+        if gy is not None and y.retains_grad:
+            y.accumulate_grad(gy)
+        gys.append(gy)
     for gy in gys:
         if gy is not None:
             return gys
     return None
-
-
-def _take_grad(output_ref, grads):
-    """Remove and return the gradient gathered for a function's output (None if none came); a
-    tensor that asked for it with ``retain_grad()`` keeps a copy in ``.grad``."""
-    y = output_ref()
-    if y is None:  # the output tensor is gone: nothing can have used it
-        return None
-    gy = grads.pop(id(y), None)
-    if gy is not None and y.retains_grad:
-        y.accumulate_grad(gy)
-    return gy

@@ -18,7 +18,8 @@ The tricks, and where each lives:
   keeps without a copy.
 - ``pooling.py``: the separable maximum with 1-byte winner offsets, and the max-pool backward
   variants lesson 05 compares; ``dropout.py``: masks drawn in the input's layout.
-- ``elementwise.py``: ReLU's backward on the GPU in one kernel.
+- ``elementwise.py``: ReLU's backward on the GPU in one kernel; ``bias_relu.py``: a Linear's or Conv2d's bias
+  and the ReLU after it in one kernel, found by ``Sequential``.
 - ``loss.py``: cross-entropy on the GPU in two kernels and a sum, its label check without a host wait.
 - ``optim.py``: parameter updates without temporaries (``out=``); on the GPU one fused kernel per
   parameter (``optim_kernels.py``).
@@ -32,4 +33,4 @@ memory in the process (``dlscratch/memory.py``, switched on explicitly) and the 
 loops in ``Function.__call__`` and ``prepare``, ``core/function.py`` and ``function.py``; ``layers/fresh_grads.py``).
 """
 
-from . import conv, dropout, elementwise, im2col, loss, lstm, lstm_layer, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)
+from . import bias_relu, conv, dropout, elementwise, im2col, loss, lstm, lstm_layer, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)

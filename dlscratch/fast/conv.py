@@ -8,8 +8,9 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
   forward+backward of conv 32 -> 64 at batch 128).
 - **On a GPU, launches instead.** The ones row costs a fill and the bias column a concatenation (three
   launches) where one addition after the GEMM does: there the bias is added to the product, and its
-  gradient is one sum. The input's gradient is one GEMM and one col2im kernel that writes ``gx``
-  itself: no zeroed buffer, no addition.
+  gradient is one sum (before a ReLU in a ``Sequential``, ``bias_relu.py`` adds it with the ReLU
+  instead). The input's gradient is one GEMM and one col2im kernel that writes ``gx`` itself: no
+  zeroed buffer, no addition.
 - **col2im in bands.** On the CPU, ``gx`` is computed a band of output rows at a time: each band's
   slice of ``W.T @ gy`` (about 4 MB) stays in cache for its col2im, instead of a column matrix as
   large as ``cols`` going out to memory and back; this took about a fifth off that step here.

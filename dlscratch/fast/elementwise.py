@@ -2,7 +2,8 @@
 
 The reference's ``gy * (y > 0)`` is two launches on a GPU (a comparison, then a product) and an array of
 booleans in between; the kernel computes the same product, ``gy * 1`` or ``gy * 0`` (so a NaN or an infinity in
-``gy`` still propagates as in the reference), in one pass.
+``gy`` still propagates as in the reference), in one pass. The fused bias and ReLU of ``bias_relu.py`` is a
+``KernelReLU`` too: the same backward.
 """
 
 from .. import backend

@@ -5,11 +5,16 @@ launch on a GPU; these kernels make one, as Chainer's ``lstm`` function does. Ea
 ``(sample, unit)`` element: it reads that unit's four gate pre-activations (the ``(N, 4H)`` matrix
 is passed as four strided ``(N, H)`` views, PyTorch's gate order i, f, g, o) and the previous cell,
 and writes the activated gates back in place, the new cell, ``tanh`` of it and the hidden state.
-Peephole weights ``(H,)`` broadcast over the batch; without peepholes they are zeros.
+Peephole weights ``(H,)`` broadcast over the batch; without peepholes they are zeros. The forward comes
+in three versions, one template: the point-wise half alone (``forward_kernel``), and a cell's step and a
+layer's loop step, which add the step's recurrent product and the biases to the gates first (on the GPU
+each of those additions would be a launch of its own).
 
 Output parameters of an elementwise kernel are references to the array elements, so the body may
 read a gate's pre-activation before it overwrites it with the activation.
 """
+
+import numpy
 
 from .. import backend
 
@@ -61,6 +66,12 @@ _FORWARD_RECURRENT_BODY = _FORWARD_TEMPLATE.format(
     **{gate: f"(z_{gate} + (bi_{gate} + bh_{gate})) + r_{gate}" for gate in "ifgo"})
 _BACKWARD_RECURRENT_BODY = _BACKWARD_TEMPLATE.format(gh="const T g_h = gh + gy;", peep_c="", peep_prev="")
 
+# A cell's step (``fast/lstm.py``) adds the recurrent product ``r = h @ W_hh.T`` and the biases to ``z = x @ W_ih.T``
+# in the kernel too, in the reference cell's order, ``((z + r) + b_ih) + b_hh``, then the peepholes.
+_FORWARD_CELL_BODY = _FORWARD_TEMPLATE.format(
+    **{gate: f"((z_{gate} + r_{gate}) + bi_{gate}) + bh_{gate}" + peephole
+       for gate, peephole in zip("ifgo", (" + p_i * c_prev", " + p_f * c_prev", "", " + p_o * c"))})
+
 
 def _gates(z):
     """``(N, 4H)`` as four ``(N, H)`` views: i, f, g, o (a bias ``(4H,)`` as four ``(H,)``; the number 0 as four)."""
@@ -91,6 +102,18 @@ def forward_kernel(z, c_prev, peephole, h, c, tanh_c):
         _FORWARD_BODY, "dlscratch_lstm_forward", preamble=_PREAMBLE,
     )
     kernel(c_prev, *_peepholes(peephole, c_prev), *_gates(z), c, h, tanh_c)
+
+
+def forward_cell_kernel(z, r, b_ih, b_hh, c_prev, peephole, h, c, tanh_c):
+    """A cell's step: ``((z + r) + b_ih) + b_hh`` (``z, r: (N, 4H)``, the biases ``(4H,)`` or the number 0; ``z``
+    becomes the activated gates), peepholes as ``forward_kernel``'s -> ``h, c, tanh_c: (N, H)``."""
+    kernel = backend.elementwise_kernel(
+        "T r_i, T r_f, T r_g, T r_o, T bi_i, T bi_f, T bi_g, T bi_o, T bh_i, T bh_f, T bh_g, T bh_o, T c_prev, "
+        "T p_i, T p_f, T p_o",
+        "T z_i, T z_f, T z_g, T z_o, T c, T h, T tanh_c",
+        _FORWARD_CELL_BODY, "dlscratch_lstm_cell_forward", preamble=_PREAMBLE, twin=_forward_cell_twin,
+    )
+    kernel(*_gates(r), *_gates(b_ih), *_gates(b_hh), c_prev, *_peepholes(peephole, c_prev), *_gates(z), c, h, tanh_c)
 
 
 def backward_kernel(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev):
@@ -124,3 +147,29 @@ def backward_recurrent_kernel(gates, c_prev, tanh_c, gh, gy, gc, gz, gc_prev):
         _BACKWARD_RECURRENT_BODY, "dlscratch_lstm_layer_backward", preamble=_PREAMBLE,
     )
     kernel(*_gates(gates), c_prev, tanh_c, gh, gy, gc, *_gates(gz), gc_prev)
+
+
+# The NumPy twin of the cell's kernel, the same arithmetic in the same order: the strict CuPy stand-in runs a large
+# launch's C body on a sample of its threads and checks it against the twin, which computes the rest.
+def _tanh(x):
+    """``tanh`` of a ``T`` as the stand-in runs the C's ``tanh``: in float for float, else in double (so that a
+    float16 result rounds as the C's does), before the result is stored as a ``T``."""
+    return numpy.tanh(x if x.dtype == numpy.float32 else x.astype(numpy.float64))
+
+
+def _sigmoid(x):
+    return (_tanh(x * 0.5) * 0.5 + 0.5).astype(x.dtype)
+
+
+def _forward_cell_twin(*args):
+    r, b_ih, b_hh, z = args[0:4], args[4:8], args[8:12], args[16:20]
+    c_prev, p_i, p_f, p_o = args[12:16]
+    c, h, tanh_c = args[20:]
+    z_i, z_f, z_g, z_o = (((zk + rk) + bk) + ck for zk, rk, bk, ck in zip(z, r, b_ih, b_hh))
+    a_i, a_f, a_g = _sigmoid(z_i + p_i * c_prev), _sigmoid(z_f + p_f * c_prev), _tanh(z_g).astype(z_g.dtype)
+    c[...] = a_f * c_prev + a_i * a_g
+    a_o = _sigmoid(z_o + p_o * c)
+    tanh_c[...] = _tanh(c)
+    h[...] = a_o * tanh_c
+    for gate, activated in zip(z, (a_i, a_f, a_g, a_o)):
+        gate[...] = activated

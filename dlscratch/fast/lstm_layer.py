@@ -14,15 +14,28 @@ Here, for a batch whose sequences all have the same length (``batch_sizes = [N] 
   states likewise;
 - the step's recurrent product goes into a kept buffer (``matmul(..., out=)``, with ``W_hh`` transposed
   by cuBLAS rather than copied) and is added to the input projection inside the point-wise kernel
-  (``lstm_kernels.forward_recurrent_kernel``), with the biases;
-- the backward kernel adds the output's gradient to the state's itself, and writes ``gc`` in place; the
-  product ``gz @ W_hh`` goes straight into ``gh``. The first step backward reads the final state's
-  gradients where they are (or the number 0 where the final state got none), so the running gradients
-  need neither zeros nor copies.
+  (``lstm_kernels.forward_recurrent_kernel``), with the biases. It is ``h @ W_hh.T``, an output of
+  ``N x 4H`` (32 x 2000 in the benchmark), where the reference's ``W_hh @ h.T`` is tall and thin
+  (2000 x 32): cuBLAS ran that one as two kernels at every step on an H100, the ledger's model says one
+  for this order (``ledger.gemm_kernel_names``);
+- the backward kernel adds the output's gradient to the state's itself, and writes ``gc`` in place. The
+  first step backward reads the final state's gradients where they are (or the number 0 where the final
+  state got none), so the running gradients need neither zeros nor copies;
+- the step's product backward, ``gz @ W_hh``, is an output of ``N x H`` (32 x 500) over an inner size of
+  ``4H`` (2000): few tiles and a long sum, which cuBLAS split into partial products and a
+  ``splitKreduce`` kernel on an H100 (computed as ``W_hh.T @ gz.T``). The model splits every product of at
+  most 16,384 outputs over an inner size of at least 128, in either order. Where the input's gradient is
+  wanted, the step multiplies by ``[W_hh | W_ih]`` instead (joined once per backward: two copies) and gets
+  ``[gh | gx]``, 32 x 1200, which is one kernel in the model; the input's gradient then needs no GEMM after
+  the loop. Without it, the step keeps ``gz @ W_hh``.
 
-A step is then one GEMM and one kernel forward, one kernel and one GEMM backward. Packed sequences of
-different lengths, and the CPU (where the reference's product order suits BLAS better), take the
-reference loop.
+A step is then one GEMM and one kernel forward, one kernel and one GEMM backward (and a split-K reduce
+where the input needs no gradient). These are the ledger's counts: its model of cuBLAS was calibrated on an
+H100 with products of other shapes than ``[gh | gx]``'s, and cuBLAS picks its algorithms per GPU (an H200 ran
+about one kernel more per step of this loop than the model counted, ``docs/gpu-runs/2026-11-27``).
+
+Packed sequences of different lengths, and the CPU (where the reference's product order suits BLAS better),
+take the reference loop.
 """
 
 from .. import backend
@@ -30,6 +43,7 @@ from ..functions.lstm_layer import LSTMLayer, apply_lstm_layer
 from ..functions.lstm_layer import lstm_layer as reference_lstm_layer
 from ..paths import fast_version_of
 from . import lstm_kernels
+from .lstm import bias_gradients
 
 
 class LoopLSTMLayer(LSTMLayer):
@@ -61,16 +75,29 @@ class LoopLSTMLayer(LSTMLayer):
     def backward(self, gy, gh_n, gc_n):
         x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
         xp = backend.get_array_module(x)
+        R, N, H = x.shape[0], self.batch_sizes[0], W_hh.shape[1]
+        need_x = self.needs_input_grad[0]
+        W = xp.concatenate((W_hh, W_ih), axis=1) if need_x else W_hh  # (4H, H + I): gz @ W is [gh | gx]
+        products = xp.empty((R if need_x else N, W.shape[1]), dtype=x.dtype)  # every step's gx is kept
         gz_all = xp.empty_like(gates)
-        gh, gc = xp.empty_like(c_all[:self.batch_sizes[0]]), xp.empty_like(c_all[:self.batch_sizes[0]])
+        gc = xp.empty_like(c_all[:N])
         gh_read, gc_read = 0 if gh_n is None else gh_n, 0 if gc_n is None else gc_n  # the first step's
         for start, n in reversed(self.steps):
             rows = slice(start, start + n)
             lstm_kernels.backward_recurrent_kernel(gates[rows], c_prev_all[rows], tanh_c_all[rows], gh_read,
                                                    0 if gy is None else gy[rows], gc_read, gz_all[rows], gc)
-            xp.matmul(gz_all[rows], W_hh, out=gh)
-            gh_read, gc_read = gh, gc
-        return self.gradients(gz_all, gh, gc)
+            product = products[rows] if need_x else products
+            xp.matmul(gz_all[rows], W, out=product)
+            gh_read, gc_read = product[:, :H], gc
+        return self.loop_gradients(products[:, H:] if need_x else None, gz_all, gh_read, gc)
+
+    def loop_gradients(self, gx, gz_all, gh, gc):
+        """The inputs' gradients: ``gx: (R, I)`` (or None) from the loop, the weights' and the biases' from
+        ``gz_all: (R, 4H)``, one GEMM or reduction each."""
+        x, _, _, _, h_prev_all, _, _, _ = self.saved
+        need = self.needs_input_grad
+        grads = [gx, gh, gc, gz_all.T @ x if need[3] else None, gz_all.T @ h_prev_all if need[4] else None]
+        return tuple(grads + (bias_gradients(gz_all) if self.bias else []))
 
 
 def runs_the_loop(x, batch_sizes):

@@ -26,6 +26,12 @@ class LSTMCell(Function):
     fresh_grads = True
     weight_product = staticmethod(operator.matmul)  # gz.T @ x; the fast path writes outer products faster
 
+    @staticmethod
+    def bias_gradients(gz):
+        """``[gb, gb]``: both biases get the same gradient, ``gz: (N, 4H)`` summed over the batch."""
+        gb = gz.sum(axis=0)
+        return [gb, gb]
+
     def __init__(self, bias=True, peephole=False):
         self.bias, self.peephole = bias, peephole
 
@@ -54,8 +60,7 @@ class LSTMCell(Function):
             self.weight_product(gz_t, h) if need[4] else None,
         ]
         if self.bias:
-            gb = gz.sum(axis=0)
-            grads += [gb, gb]  # both biases get the same gradient
+            grads += self.bias_gradients(gz)
         if self.peephole:
             grads += list(gpeephole)
         return tuple(grads)

@@ -14,6 +14,7 @@ the engine; read a module here to see what one guarantee costs in code.
     fresh_grads.py      a leaf keeps a new GEMM gradient without a copy
     callbacks.py        callbacks at the end of backward (DistributedDataParallel)
     deferred_checks.py  a fast kernel's check, run where the host reads its result
+    seeds.py            the implicit 1 of loss.backward(): one kept array, no fill per step
 
 Two more layers live with what they serve: autocast (``dlscratch/amp/``) and the fast path's registry
 (``dlscratch/paths.py``).

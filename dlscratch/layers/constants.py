@@ -35,15 +35,33 @@ def as_constant(value, like, tensor_type):
     if like is not None and is_number(value):
         if hasattr(value, "item"):  # a NumPy scalar or 0-d array: its Python value, weak as Python's are
             value = value.item()
-        data = like._data
-        xp = backend.get_array_module(data)
-        return tensor_type._make(xp.asarray(value, dtype=dtypes.scalar_dtype(data.dtype, value)), False)
+        return tensor_type._make(scalar_array(value, like._data), False)
     if like is None:
         return tensor_type(value)
     value_dtype = value.dtype if hasattr(value, "dtype") else numpy.asarray(value).dtype
     # float64 data takes the graph's float dtype, rather than the default float32: no rounding in a float64 graph.
     dtype = like.dtype if value_dtype == numpy.float64 and like.dtype.kind == "f" else None
     return tensor_type(value, dtype=dtype, device=like.device)
+
+
+def scalar_array(value, data):
+    """Python scalar ``value`` as a 0-d array beside array ``data``, in the dtype rule 2 gives it. The arrays
+    are kept (``KEPT_SCALARS`` of them) and read-only where the array module allows: a training loop's
+    ``x * 0.5`` then makes no array, and on a GPU no copy to the device, in every step."""
+    dtype = dtypes.scalar_dtype(data.dtype, value)
+    key = (value, type(value), dtype, type(data), getattr(getattr(data, "device", None), "id", None))
+    array = _kept_scalars.get(key)
+    if array is None:
+        array = backend.get_array_module(data).asarray(value, dtype=dtype)
+        if hasattr(array.flags, "writeable"):
+            array.flags.writeable = False
+        if len(_kept_scalars) < KEPT_SCALARS:
+            _kept_scalars[key] = array
+    return array
+
+
+KEPT_SCALARS = 1024
+_kept_scalars = {}  # (value, its type, dtype, array type, device id) -> the 0-d array (1 == 1.0 == True: the type tells)
 
 
 def is_scalar(value):

@@ -2,13 +2,15 @@
 
 from collections import OrderedDict
 
+from ..paths import dispatch
 from .module import Module
 
 
 class Sequential(Module):
     """``Sequential(m0, m1, ...)`` computes ``m1(m0(x))``...; sub-modules are named "0", "1", ...
     (or by the keys of one ``OrderedDict`` argument). Supports ``len``, iteration, indexing
-    (a slice gives a new ``Sequential`` sharing the modules) and ``append``."""
+    (a slice gives a new ``Sequential`` sharing the modules) and ``append``. On a GPU, the fast path
+    runs a Linear's or Conv2d's bias and the ReLU after it as one kernel (``apply_in_turn``)."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -29,9 +31,7 @@ class Sequential(Module):
         return self
 
     def forward(self, x):
-        for module in self._modules.values():
-            x = module(x)
-        return x
+        return apply_in_turn(self._modules.values(), x)
 
     def __len__(self):
         return len(self._modules)
@@ -47,3 +47,12 @@ class Sequential(Module):
             return modules[index]
         except IndexError:
             raise IndexError(f"Sequential index {index} is out of range for {len(modules)} modules") from None
+
+
+@dispatch
+def apply_in_turn(modules, x):
+    """``x`` through each of ``modules`` in turn. On a GPU, the fast path computes a Linear's or a Conv2d's bias
+    and the ReLU right after it in one kernel (``fast/bias_relu.py``); the modules stay as they are."""
+    for module in modules:
+        x = module(x)
+    return x

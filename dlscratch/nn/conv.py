@@ -21,7 +21,8 @@ class Conv2d(Module):
     ``kaiming_uniform_(a=sqrt(5))``, the bias uniformly on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``
     with ``fan_in = in_channels * kh * kw``. ``device``: "cpu" or "gpu" (default: the current backend).
     ``algorithm``: how the arithmetic is done, ``"im2col"``, ``"fft"``, ``"winograd2"`` or ``"winograd4"``
-    (``functional.conv2d``); FFT and Winograd need stride 1, Winograd a 3 x 3 kernel.
+    (``functional.conv2d``); FFT and Winograd need stride 1, Winograd a 3 x 3 kernel. Followed by ``ReLU`` in a
+    ``Sequential`` on a GPU, its bias and the ReLU are one kernel on the fast path (``dlscratch/fast/bias_relu.py``).
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, device=None,

@@ -16,7 +16,8 @@ class Linear(Module):
 
     Initialised as PyTorch does: the weight by ``kaiming_uniform_(a=sqrt(5))`` and the bias
     uniformly, both on ``[-1/sqrt(in_features), 1/sqrt(in_features)]``. ``device``: "cpu" or
-    "gpu" (default: the current backend).
+    "gpu" (default: the current backend). Followed by ``ReLU`` in a ``Sequential`` on a GPU, its bias
+    and the ReLU are one kernel on the fast path (``dlscratch/fast/bias_relu.py``).
     """
 
     def __init__(self, in_features, out_features, bias=True, device=None):

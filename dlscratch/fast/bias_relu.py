@@ -1,0 +1,134 @@
+"""A Linear's or a Conv2d's bias and the ReLU after it in one kernel, on the GPU, inside ``Sequential``.
+
+Unfused, ``Linear`` then ``ReLU`` is three launches on a GPU: the GEMM, an ``add`` for the bias and a ``maximum``
+for the ReLU, the last two each one pass over the whole output. Here the GEMM runs without its bias and one
+``ElementwiseKernel`` computes ``max(y + b, 0)``: one launch and one pass fewer per pair (cuBLASLt's and cuDNN's
+"epilogues" fuse the same way). Counted by the ledger on the stand-in, a training step launches 1 kernel fewer
+for the MLP 784-1000-10 (one pair), 3 for the Keras CNN and 2 for the Qiita CNN (``dlscratch/bench/workloads.py``).
+
+**Why ``Sequential`` recognises the pair.** A fused module (``LinearReLU``) or a layer taking an ``activation``
+would speed up only the models written for it; the learner's models, the lessons' and the benchmarks' (which
+build the same ``Sequential`` from ``dlscratch.nn`` and from ``torch.nn``) are written with PyTorch's layers.
+Recognised when ``Sequential`` runs, the model stays what its author wrote: the same modules, names, indices,
+repr and ``state_dict`` keys. Only how ``forward`` groups the arithmetic changes, and only here: the reference
+path's ``Sequential`` is the plain loop (``nn/container.py``), and so is this one on the CPU, where there are no
+launches to save and the fast convolution already adds its bias inside the GEMM.
+
+A pair fuses only when fusing changes nothing else: a ``Linear`` or ``Conv2d`` (or a subclass that keeps its
+``forward``) with a bias, right before a ``ReLU``, neither with a forward pre-hook (pruning's recomputes the weight;
+a hook may look at or replace the input). Nothing is stored: a module used elsewhere, or twice, is unaffected.
+
+**Two nodes.** The product goes through the public ``linear`` / ``conv2d`` without the bias, so autocast's casts
+and the convolution's algorithms apply as before; ``BiasReLU(y, b)`` follows: the model's ReLU with the bias as
+a second input, named "relu" in graphs, errors and profiles (lesson 05's), with ReLU's saved ``y`` and backward.
+Under ``autocast`` its bias is cast as the product's arguments are (``casts_to_low_precision``), so a float16
+product meets the same float16 bias as unfused, and the numbers are the unfused fast path's to the bit.
+
+**Backward: the launches of the unfused pair.** ReLU's kernel (``g = gy * (y > 0)``), one sum over all but the
+channel axis for the bias's gradient, then the product's GEMMs on ``g``. The mask and the sum cannot share a
+launch: a sum is a reduction, and an ``ElementwiseKernel`` writes one element per thread (the stand-in runs no
+``ReductionKernel``); the bias gradient as a GEMM (``ones @ g``) would be a launch as well, plus a fill.
+"""
+
+import numpy
+
+from .. import backend
+from ..amp.autocast import casts_to_low_precision
+from ..functions.conv import conv2d
+from ..functions.matmul import linear
+from ..nn.activation import ReLU
+from ..nn.container import apply_in_turn as reference_apply_in_turn
+from ..nn.conv import Conv2d
+from ..nn.linear import Linear
+from ..paths import fast_version_of
+from ..tensor import data_of
+from .elementwise import KernelReLU
+from .layout import is_batch_last, new_array
+
+# ``v < 0 ? 0 : v`` keeps a NaN, as the reference's maximum does; both branches T (float16 and float would be
+# ambiguous to NVRTC)
+_BIAS_RELU = """
+const T v = y + b;
+out = v < (T)0 ? (T)0 : v;
+"""
+
+
+def _bias_relu_twin(y, b, out):
+    numpy.add(y, b, out=out)
+    numpy.maximum(out, 0, out=out)
+
+
+class BiasReLU(KernelReLU):
+    """``relu(y + b)``, ``b: (O,)`` along ``axis`` of ``y``: a Linear's ``(*, O)`` (axis -1) or a convolution's
+    ``(N, O, Ho, Wo)`` (axis 1). GPU arrays, with kernels. In a graph it is the model's ReLU (its name, its saved
+    ``y``, its backward), with the bias as a second input."""
+
+    fresh_grads = True  # both gradients are new arrays: the bias adopts its own without a copy
+
+    def __init__(self, axis):
+        self.axis = axis
+
+    def forward(self, y, b):
+        self.axis = self.axis % y.ndim
+        kernel = backend.elementwise_kernel("T y, T b", "T out", _BIAS_RELU, "dlscratch_bias_relu",
+                                            twin=_bias_relu_twin)
+        self.y = new_array(y.shape, y, y.dtype)  # in y's layout (a convolution's: batch-last)
+        kernel(y, b.reshape(b.shape + (1,) * (y.ndim - 1 - self.axis)), self.y)
+        return self.y
+
+    def backward(self, gy):
+        g = super().backward(gy)
+        return g, summed_but(g, self.axis)
+
+
+def summed_but(g, axis):
+    """``g`` summed over every axis but ``axis``: one reduction over rows of contiguous memory."""
+    if axis == g.ndim - 1:  # a Linear's (*, O)
+        return g.reshape(-1, g.shape[-1]).sum(axis=0)
+    if is_batch_last(g):  # a convolution's (N, O, Ho, Wo), stored (O, Ho, Wo, N)
+        return g.transpose(1, 2, 3, 0).reshape(g.shape[1], -1).sum(axis=1)
+    return g.sum(axis=tuple(a for a in range(g.ndim) if a != axis))
+
+
+@casts_to_low_precision  # the bias, an argument of the unfused product, is cast under autocast as it was there
+def bias_relu(y, b, axis):
+    return BiasReLU(axis)(y, b)
+
+
+def _linear_relu(layer, x):
+    return bias_relu(linear(x, layer.weight), layer.bias, -1)
+
+
+def _conv2d_relu(layer, x):
+    y = conv2d(x, layer.weight, None, layer.stride, layer.padding, algorithm=layer.algorithm)
+    return bias_relu(y, layer.bias, 1)
+
+
+_FUSED = {Linear.forward: _linear_relu, Conv2d.forward: _conv2d_relu}  # the product's forward -> the fused pair
+
+
+def fused_pair(module, after, x):
+    """What computes ``after(module(x))`` with one kernel for the bias and the ReLU, or None (see above)."""
+    fused = _FUSED.get(getattr(type(module), "forward", None))
+    if (fused is None or getattr(type(after), "forward", None) is not ReLU.forward or module.bias is None
+            or module._forward_pre_hooks or after._forward_pre_hooks
+            or not (backend.is_gpu_array(data_of(x)) and backend.has_kernels())):
+        return None
+    return fused
+
+
+@fast_version_of(reference_apply_in_turn)
+def apply_in_turn(modules, x):
+    if not backend.is_gpu_array(data_of(x)):  # nothing fuses on the CPU: the plain loop, at its cost
+        return reference_apply_in_turn.reference(modules, x)
+    modules = tuple(modules)
+    i = 0
+    while i < len(modules):
+        fused = fused_pair(modules[i], modules[i + 1], x) if i + 1 < len(modules) else None
+        if fused is None:
+            x = modules[i](x)
+            i += 1
+        else:
+            x = fused(modules[i], x)
+            i += 2
+    return x
