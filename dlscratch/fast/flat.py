@@ -12,9 +12,10 @@ reduction's output), and copying each into the buffer would cost a launch per pa
 saved. So the operations that produce a leaf's gradient ask for its **slot** first (``grad_slot``) and
 write there with ``out=``: a Linear's and a convolution's weight and bias (``matmul.py``, ``conv.py``). A
 leaf offers its slot while its ``.grad`` is None (after ``zero_grad``, which sets it to None and launches
-nothing) and no gradient Tensor that once held the slot is alive: a ``.grad`` kept by the user keeps its
-values. A gradient made elsewhere (a pruned weight's, one accumulated over two backward passes, one
-assigned by hand) is copied into its slot at the step: correct, one launch more.
+nothing) and nothing holds the array it offered last (a weak reference tells): a gradient kept by the user,
+as a Tensor or as its array, keeps its values. A gradient made elsewhere (a pruned weight's, one
+accumulated over two backward passes, one assigned by hand) is copied into its slot at the step: correct,
+one launch more.
 
 A parameter leaves its view when something gives it a new array (``to()``, ``half()``, ``prune.remove``);
 the optimizer then lays out its storage again at its next step (``flat_step.py``).
@@ -53,10 +54,21 @@ class FlatParams:
 
     def new_grad_buffer(self):
         """Give the gradients a new buffer (uninitialised: each slot is written before it is read), leaving the old
-        one to any gradient Tensor that still holds a slot of it."""
+        one to whatever still holds a slot of it."""
         self.grad = backend.get_array_module(self.data).empty_like(self.data)
-        self.grad_views = self._views(self.grad)
-        self.lent = [None] * len(self.params)  # per slot: a weak reference to the gradient Tensor holding it
+        self.offered = [None] * len(self.params)  # per slot: a weak reference to the view of it offered last
+
+    def held(self, k):
+        """The view of slot ``k`` offered last, while something holds it; else None."""
+        ref = self.offered[k]
+        return None if ref is None else ref()
+
+    def offer(self, k):
+        """A new view of slot ``k``, shaped like its parameter, remembered as the one offered last."""
+        (a, b), p = self.bounds[k], self.params[k]
+        view = self.grad[a:b].reshape(p.shape)
+        self.offered[k] = weakref.ref(view)
+        return view
 
     def is_current(self):
         """True while every parameter's ``.data`` is still its view."""
@@ -86,10 +98,7 @@ def grad_slot(x, dtype):
     param, flat, k = entry[0](), entry[1](), entry[2]
     if param is not x or flat is None or x._data is not flat.views[k] or flat.grad.dtype != dtype:
         return None
-    lent = flat.lent[k]
-    if lent is not None and lent() is not None:
-        return None
-    return flat.grad_views[k]
+    return None if flat.held(k) is not None else flat.offer(k)
 
 
 def matmul_into_slot(x, a, b):

@@ -119,8 +119,8 @@ def prepare_flat(optimizer, flat, rule, group_of):
             new.state[name] = view
         if rule.counts_steps:
             new.state["step"] = new.state.get("step", 0) + 1
-        if p.grad.data is not flat.grad_views[k]:
-            copies.append((flat.grad_views[k], p.grad.data))
+        if p.grad.data is not flat.held(k):
+            copies.append((flat.grad[slice(*flat.bounds[k])].reshape(p.shape), p.grad.data))
         key = (i, first, new.state.get("step"))
         if runs and runs[-1][0] == key and runs[-1][2] == k:
             runs[-1][2] = k + 1
@@ -134,11 +134,10 @@ def prepare_flat(optimizer, flat, rule, group_of):
 
 
 def _slot_held_elsewhere(flat, k):
-    """True when parameter ``k``'s gradient is not in its slot while a gradient Tensor that held the slot lives:
-    copying into it would change what that Tensor holds."""
-    p, lent = flat.params[k], flat.lent[k]
-    holder = None if lent is None else lent()
-    return p.grad is not None and p.grad.data is not flat.grad_views[k] and holder is not None and holder is not p.grad
+    """True when parameter ``k``'s gradient is not in its slot while something else holds the slot's last view:
+    copying into the slot would change what that holds."""
+    grad, held = flat.params[k].grad, flat.held(k)
+    return grad is not None and held is not None and grad.data is not held
 
 
 def _write(flat, copies, runs, launch):
@@ -149,9 +148,6 @@ def _write(flat, copies, runs, launch):
         if hi > lo:
             arrays = [flat.state[name][0][lo:hi] for name in names]
             launch(group, flat.grad[lo:hi], flat.data[lo:hi], arrays, first, t)
-    for k, p in enumerate(flat.params):
-        if p.grad is not None:
-            flat.lent[k] = weakref.ref(p.grad) if p.grad.data is flat.grad_views[k] else None
 
 
 def _written():
