@@ -19,11 +19,16 @@ one launch more.
 
 A parameter leaves its view when something gives it a new array (``to()``, ``half()``, ``prune.remove``);
 the optimizer then lays out its storage again at its next step (``flat_step.py``).
+
+``DistributedDataParallel`` all-reduces a bucket of gradients that lie side by side here in place, without
+packing them into one array first (``bucket_gradients``).
 """
 
 import weakref
 
 from .. import backend
+from ..distributed import ddp
+from ..paths import fast_version_of
 
 _slots = {}  # id(parameter) -> (weak reference to it, weak reference to its FlatParams, its position)
 
@@ -115,3 +120,23 @@ def sum_into_slot(x, g, axis):
     """``g.sum(axis)`` written into leaf ``x``'s gradient slot when it has one, else a new array."""
     slot = grad_slot(x, g.dtype)
     return g.sum(axis=axis) if slot is None else g.sum(axis=axis, out=slot)
+
+
+@fast_version_of(ddp.bucket_gradients)
+def bucket_gradients(bucket):
+    """DDP's bucket as one range of a flat gradient buffer: when every parameter's gradient is its slot's view
+    and the slots lie side by side (in any order: a bucket lists its parameters backwards)."""
+    flats, ranges = set(), []
+    for p in bucket:
+        entry = _slots.get(id(p))
+        if entry is None or entry[0]() is not p or entry[1]() is None or p.grad is None:
+            return None
+        flat, k = entry[1](), entry[2]
+        if p.grad.data is not flat.held(k):
+            return None
+        flats.add(flat)
+        ranges.append(flat.bounds[k])
+    ranges.sort()
+    if len(flats) != 1 or any(end != start for (_, end), (start, _) in zip(ranges, ranges[1:])):
+        return None
+    return flats.pop().grad[ranges[0][0]:ranges[-1][1]]
