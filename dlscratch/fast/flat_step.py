@@ -41,6 +41,8 @@ from .flat import FlatParams
 _storage = weakref.WeakKeyDictionary()  # optimizer -> its FlatParams, one per dtype
 
 
+# Each rule's launch over one run: ``g`` and ``p`` ranges of the flat gradient and parameter buffers, ``arrays`` the
+# same range of each of its state buffers (in the order of its state names), ``first`` and ``t`` the run's step.
 def _sgd(group, g, p, arrays, first, t):
     buf = arrays[0] if arrays else None
     optim_kernels.sgd(g, p, buf, float(group["lr"]), float(group["momentum"]), float(group["dampening"]),
@@ -58,6 +60,8 @@ def _adadelta(group, g, p, arrays, first, t):
 
 
 class Rule(NamedTuple):
+    """What the flat step needs of an update rule."""
+
     state_names: Callable  # group -> the names of the state arrays it keeps
     launch: Callable  # (group, g, p, state arrays, first, t): the fused kernel over a run
     counts_steps: bool = False  # keeps a step count ("step", Adam's t)
