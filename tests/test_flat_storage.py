@@ -147,6 +147,28 @@ def test_state_dict_round_trip_gives_the_per_parameter_optimizers_state(stand_in
     assert_same(values(gpu_model), values(cpu_model))
 
 
+def test_the_models_state_dict_round_trip_keeps_the_parameters_in_their_views(stand_in, fast_path):
+    model = mlp("gpu")
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    train(model, optimizer, steps=1)
+    (flat,) = storage(optimizer)
+    saved = {k: B.to_cpu(v.data).copy() for k, v in model.state_dict().items()}
+    train(model, optimizer, steps=1)
+    model.load_state_dict(saved)  # copied into the parameters, in place: into their views
+    assert flat.is_current() and storage(optimizer) == [flat]
+    assert_same(values(model), list(saved.values()), rtol=0, atol=0)
+    twin = mlp("cpu")
+    twin.load_state_dict(saved)
+    with dlscratch.reference():
+        twin_optimizer = optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+        twin_optimizer.load_state_dict({"state": {i: {"momentum_buffer": B.to_cpu(v["momentum_buffer"])}
+                                                  for i, v in optimizer.state_dict()["state"].items()},
+                                        "param_groups": optimizer.state_dict()["param_groups"]})
+        train(twin, twin_optimizer, steps=1)
+    train(model, optimizer, steps=1)
+    assert_same(values(model), values(twin))
+
+
 @STATEFUL
 def test_a_parameter_without_a_gradient_keeps_its_values_and_state(stand_in, fast_path, name):
     rule, settings = RULES[name]

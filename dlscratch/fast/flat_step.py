@@ -74,12 +74,12 @@ RULES = {
 }
 
 
-@fast_version_of(Optimizer.prepare_step)
+@fast_version_of(Optimizer._prepare_step)
 def prepare_step(self):
     rule = RULES.get(type(self)._update)
     params = self._params()
     if rule is None or not all(optim_kernels.runs_on_kernels(p.data) for p in params):
-        return Optimizer.prepare_step(self)
+        return Optimizer._prepare_step(self)
     group_of = {id(p): (i, group) for i, group in enumerate(self.param_groups) for p in group["params"]}
     staged = []
     for flat in storage(self, params):

@@ -113,7 +113,7 @@ class Optimizer:
         """Update every parameter that has a gradient, in place: every update is prepared before any
         is written, so the step is applied whole or not at all (module docstring). It works on the
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
-        staged = paths.pick(Optimizer.prepare_step)(self)
+        staged = paths.pick(Optimizer._prepare_step)(self)
         with signals_deferred(), float_errors_deferred():
             for new in staged:
                 if new.apply is None:
@@ -123,7 +123,7 @@ class Optimizer:
                 new.param.data = new.data  # counts the write (layers/versions.py)
                 self.state[new.param] = new.state
 
-    def prepare_step(self):
+    def _prepare_step(self):
         """Every update of a step, prepared and not written: a list of ``Staged``, one per parameter that has
         a gradient. (The fast path prepares parameters on a GPU as fused launches over flat storage,
         ``fast/flat_step.py``.)"""
