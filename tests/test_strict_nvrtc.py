@@ -26,14 +26,14 @@ from dlscratch.strict_cupy import nvrtc as strict_nvrtc
 from dlscratch.strict_cupy.nvrtc import _Array, _reduced_shape
 
 LIBRARY = Path(dlscratch.__file__).parent
-NESTEROV = "if (nesterov) grad = grad + buf_new * momentum;\nelse grad = buf_new;"
+NESTEROV = "if (nesterov) grad = grad + buf * momentum;\nelse grad = buf;"
 PLANTED = {  # a mistake planted in a kernel source that compiles, and what NVRTC says of it
-    "a missing ';'": (lambda s: s.replace("buf_new = buf * momentum;", "buf_new = buf * momentum", 1),
+    "a missing ';'": (lambda s: s.replace("buf = buf * momentum;", "buf = buf * momentum", 1),
                       "expected a \";\""),
-    "an undefined function": (lambda s: s.replace("buf_new = buf * momentum;", "buf_new = fmul(buf, momentum);", 1),
+    "an undefined function": (lambda s: s.replace("buf = buf * momentum;", "buf = fmul(buf, momentum);", 1),
                               "identifier \"fmul\" is undefined"),
     "an ambiguous ternary": (lambda s: s.replace(NESTEROV,
-                                                 "grad = nesterov ? grad + buf_new * momentum : buf_new;", 1),
+                                                 "grad = nesterov ? grad + buf * momentum : buf;", 1),
                              "ambiguous \"?\" operation"),
 }
 

@@ -21,8 +21,8 @@ The tricks, and where each lives:
 - ``elementwise.py``: ReLU's backward on the GPU in one kernel; ``bias_relu.py``: a Linear's or Conv2d's bias
   and the ReLU after it in one kernel, found by ``Sequential``.
 - ``loss.py``: cross-entropy on the GPU in two kernels and a sum, its label check without a host wait.
-- ``optim.py``: parameter updates without temporaries (``out=``); on the GPU one fused kernel per
-  parameter (``optim_kernels.py``).
+- ``optim.py``: parameter updates without temporaries (``out=``); ``flat.py`` and ``flat_step.py``: on the
+  GPU the parameters, gradients and state in flat buffers, one fused kernel per step (``optim_kernels.py``).
 - ``matmul.py``: outer products (weight gradients at batch size 1) as padded GEMMs.
 - ``lstm.py``: the LSTM's point-wise half as one fused CUDA kernel (``lstm_kernels.py``);
   ``lstm_layer.py``: a layer's time loop on the GPU without copies or memsets, two launches per step.
@@ -33,4 +33,4 @@ memory in the process (``dlscratch/memory.py``, switched on explicitly) and the 
 loops in ``Function.__call__`` and ``prepare``, ``core/function.py`` and ``function.py``; ``layers/fresh_grads.py``).
 """
 
-from . import bias_relu, conv, dropout, elementwise, im2col, loss, lstm, lstm_layer, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)
+from . import bias_relu, conv, dropout, elementwise, flat_step, im2col, loss, lstm, lstm_layer, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)

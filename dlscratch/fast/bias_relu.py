@@ -43,6 +43,7 @@ from ..nn.linear import Linear
 from ..paths import fast_version_of
 from ..tensor import data_of
 from .elementwise import KernelReLU
+from .flat import sum_into_slot
 from .layout import is_batch_last, new_array
 
 # ``v < 0 ? 0 : v`` keeps a NaN, as the reference's maximum does; both branches T (float16 and float would be
@@ -78,16 +79,17 @@ class BiasReLU(KernelReLU):
 
     def backward(self, gy):
         g = super().backward(gy)
-        return g, summed_but(g, self.axis)
+        return g, summed_but(g, self.axis, self.inputs[1])
 
 
-def summed_but(g, axis):
-    """``g`` summed over every axis but ``axis``: one reduction over rows of contiguous memory."""
+def summed_but(g, axis, bias):
+    """``g`` summed over every axis but ``axis``: one reduction over rows of contiguous memory, written into the
+    ``bias``'s gradient slot where it offers one (``flat.py``)."""
     if axis == g.ndim - 1:  # a Linear's (*, O)
-        return g.reshape(-1, g.shape[-1]).sum(axis=0)
+        return sum_into_slot(bias, g.reshape(-1, g.shape[-1]), axis=0)
     if is_batch_last(g):  # a convolution's (N, O, Ho, Wo), stored (O, Ho, Wo, N)
-        return g.transpose(1, 2, 3, 0).reshape(g.shape[1], -1).sum(axis=1)
-    return g.sum(axis=tuple(a for a in range(g.ndim) if a != axis))
+        return sum_into_slot(bias, g.transpose(1, 2, 3, 0).reshape(g.shape[1], -1), axis=1)
+    return sum_into_slot(bias, g, axis=tuple(a for a in range(g.ndim) if a != axis))
 
 
 @casts_to_low_precision  # the bias, an argument of the unfused product, is cast under autocast as it was there

@@ -22,11 +22,10 @@ arrays would read them all from memory again. The rule runs instead on ``BLOCK_B
 time, and the arrays of a block stay in the cache from its first operation to its last. The work
 arrays are a block's size, kept per optimizer and parameter shape.
 
-On a GPU (``backend.has_kernels()``, the strict stand-in included) each rule is instead one fused
-CUDA kernel per parameter (``optim_kernels.py``): the same arithmetic, one launch per parameter that
-also subtracts the step, where the array expressions below and the subtraction take five (SGD) to
-twelve (Adam). The kernel writes the new state into a second kept buffer (``kept_array``), not in
-place: the old state's arrays keep their values (``optim_kernels.py``).
+On a GPU (``backend.has_kernels()``, the strict stand-in included) a stock optimizer whose parameters are
+all there steps instead with one fused CUDA kernel over their flat storage (``flat_step.py``): the same
+arithmetic, where the array expressions below and the subtraction take five (SGD) to twelve (Adam)
+launches per parameter.
 
 Measured on a 2-core Intel Xeon (2 MB L2 per core, busy), NumPy 2.4, OpenBLAS and PyTorch 2.13 CPU, one
 thread each: ``step()`` on the parameters of an MLP 784-1000-10 (0.8M float32), median of six fresh
@@ -50,24 +49,10 @@ from ..optim.adadelta import AdaDelta
 from ..optim.adam import Adam
 from ..optim.sgd import SGD
 from ..paths import fast_version_of
-from . import optim_kernels
 
 BLOCK_BYTES = 1 << 18  # 256 KB of each array: the 5 to 7 arrays of a block fit in a 2 MB L2 cache
 
 _work_arrays = weakref.WeakKeyDictionary()  # optimizer -> {key: work arrays}
-
-
-def kept_array(optimizer, p, name, current=None):
-    """An uninitialised array shaped like the parameter of ``p`` (a ``Staged``), kept for it by
-    ``optimizer`` from step to step under ``name``: of the two kept, the one that is not ``current``
-    (the state array that the new one is computed from)."""
-    arrays = _work_arrays.setdefault(optimizer, {}).setdefault((name, p.param), [])
-    for array in arrays:
-        fits = array.shape == p.data.shape and array.dtype == p.data.dtype and type(array) is type(p.data)
-        if fits and array is not current:
-            return array
-    arrays[:] = [a for a in arrays if a is current][:1] + [backend.get_array_module(p.data).empty_like(p.data)]
-    return arrays[-1]
 
 
 def in_blocks(optimizer, rule, arrays, n_work, *args):
@@ -187,14 +172,6 @@ def first_state(state, names, like):
 @fast_version_of(SGD._update)
 def sgd_update(self, p, grad, state, group):
     lr, momentum, weight_decay = float(group["lr"]), float(group["momentum"]), float(group["weight_decay"])
-    if optim_kernels.runs_on_kernels(p.data):
-        buf = state.get("momentum_buffer")
-        new = kept_array(self, p, "momentum_buffer", buf) if momentum else None
-        p.apply = functools.partial(optim_kernels.sgd, grad, p.data, buf, new, lr, momentum, group["dampening"],
-                                    weight_decay, group["nesterov"])
-        if momentum:
-            state["momentum_buffer"] = new
-        return
     if not momentum:
         p.apply = in_blocks(self, sgd_block, [p.data, grad], 1, lr, weight_decay)
         return
@@ -208,13 +185,6 @@ def adam_update(self, p, grad, state, group):
     beta1, beta2 = (float(b) for b in group["betas"])
     lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
     t = state.get("step", 0) + 1
-    if optim_kernels.runs_on_kernels(p.data):
-        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
-        m_new, v_new = kept_array(self, p, "exp_avg", m), kept_array(self, p, "exp_avg_sq", v)
-        p.apply = functools.partial(optim_kernels.adam, grad, p.data, m, v, m_new, v_new, lr, beta1, beta2, eps,
-                                    weight_decay, t)
-        state.update(step=t, exp_avg=m_new, exp_avg_sq=v_new)
-        return
     first = first_state(state, ["exp_avg", "exp_avg_sq"], p.data)
     state["step"] = t
     p.apply = in_blocks(self, adam_block, [p.data, grad, state["exp_avg"], state["exp_avg_sq"]], 2, beta1, beta2,
@@ -224,13 +194,6 @@ def adam_update(self, p, grad, state, group):
 @fast_version_of(AdaDelta._update)
 def adadelta_update(self, p, grad, state, group):
     lr, rho, eps, weight_decay = (float(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
-    if optim_kernels.runs_on_kernels(p.data):
-        v, u = state.get("square_avg"), state.get("acc_delta")  # None at the first step: both start at 0
-        v_new, u_new = kept_array(self, p, "square_avg", v), kept_array(self, p, "acc_delta", u)
-        p.apply = functools.partial(optim_kernels.adadelta, grad, p.data, v, u, v_new, u_new, lr, rho, eps,
-                                    weight_decay)
-        state.update(square_avg=v_new, acc_delta=u_new)
-        return
     first = first_state(state, ["square_avg", "acc_delta"], p.data)
     p.apply = in_blocks(self, adadelta_block, [p.data, grad, state["square_avg"], state["acc_delta"]], 3, rho, eps,
                         weight_decay, lr, first)

@@ -1,28 +1,27 @@
-"""Optimizer updates on the GPU: one fused CUDA kernel per parameter (CuPy only).
+"""Optimizer updates on the GPU: one fused CUDA kernel over the flat storage of many parameters (CuPy only).
 
 Written with ``out=`` (``optim.py``), Adam's update is still about a dozen array operations per
 parameter, and on a GPU each is a kernel launch of 10-25 µs of host time: 130 of the 143 kernels of a
 small CNN's Adam step (CUPTI's count in the GPU run of 2026-11-25, one NVIDIA H100). Here each rule is one
-``ElementwiseKernel``: every thread reads one element of the gradient, the parameter and the old state,
-writes that element of the new state, and subtracts the step from the parameter in place. One launch
-per parameter, whatever the rule.
+``ElementwiseKernel``: every thread reads one element of the gradient, the parameter and the state, and
+writes that element of the state and of the parameter in place. Its arrays are ranges of flat buffers
+(``flat.py``) that hold many parameters one after the other, so one launch updates them all
+(``flat_step.py``).
 
 A step still writes nothing until every parameter's update is ready (``optim/optimizer.py``): the
-update rules only prepare the launches (``Staged.apply``), and the step makes them all, one after the
-other, with signals deferred. The new state goes into a kept buffer other than the old state's
-(``optim.py``), so the parameter is the only array written in place.
+launches are prepared first and made together, with signals deferred.
 
 The arithmetic is the NumPy fast path's, operation for operation, in float32: the hyperparameters
 arrive as float32 scalars, as NumPy turns a Python float into the array's type, and the kernels are
 compiled with ``--fmad=false``, so that CUDA does not merge a multiplication and an addition into one
 fused multiply-add, rounded once where NumPy rounds twice. Both paths give the same bits (sqrt and
-division are correctly rounded in both). ``first`` marks a parameter's first step, when the old state
-does not exist yet (the gradient is passed in its place and not read).
+division are correctly rounded in both). ``first`` marks the parameters' first step, when the state
+holds nothing yet and is not read.
 
 Every kernel also reads ``halt``, a two-element float64 array on the device: while ``halt[0]`` is not 0 it
 writes nothing. ``fit`` (``training/device_steps.py``) checks the loss and the gradients on the device and
-sets ``halt`` there, so that a step with a NaN or an infinity leaves the weights as they were without the
-host waiting for the check; outside ``fit`` the kernels read an array of zeros (``optim/halt.py``).
+sets ``halt`` there, so that a step with a NaN or an infinity leaves the weights and the state as they were
+without the host waiting for the check; outside ``fit`` the kernels read an array of zeros (``optim/halt.py``).
 """
 
 import functools
@@ -43,14 +42,14 @@ _SGD = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
 if (first) {
-    buf_new = grad;
+    buf = grad;
 } else {
-    buf_new = buf * momentum;
-    if (dampening == 0) buf_new = buf_new + grad;
-    else buf_new = buf_new + grad * one_minus_dampening;
+    buf = buf * momentum;
+    if (dampening == 0) buf = buf + grad;
+    else buf = buf + grad * one_minus_dampening;
 }
-if (nesterov) grad = grad + buf_new * momentum;
-else grad = buf_new;
+if (nesterov) grad = grad + buf * momentum;
+else grad = buf;
 const T delta = grad * lr;
 p = p - delta;
 """)
@@ -62,13 +61,16 @@ const T delta = grad * lr;
 p = p - delta;
 """)
 
+# the new moments in locals first: m and v are read after they are computed
 _ADAM = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
-m_new = grad * one_minus_beta1;
+T m_new = grad * one_minus_beta1;
 if (!first) m_new += m * beta1;
-v_new = grad * one_minus_beta2 * grad;
+T v_new = grad * one_minus_beta2 * grad;
 if (!first) v_new += v * beta2;
+m = m_new;
+v = v_new;
 const T denom = sqrt(v_new) / sqrt_correction2 + eps;
 const T delta = m_new / denom * lr_corrected;
 p = p - delta;
@@ -77,12 +79,14 @@ p = p - delta;
 _ADADELTA = _unless_halted("""
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
-v_new = grad * one_minus_rho * grad;
+T v_new = grad * one_minus_rho * grad;
 if (!first) v_new += v * rho;
 T step = first ? sqrt_eps : sqrt(u + eps);
 step = step / sqrt(v_new + eps) * grad;
-u_new = step * one_minus_rho * step;
+T u_new = step * one_minus_rho * step;
 if (!first) u_new += u * rho;
+v = v_new;
+u = u_new;
 const T delta = step * lr;
 p = p - delta;
 """)
@@ -110,9 +114,9 @@ def runs_on_kernels(array):
     return backend.is_gpu_array(array) and backend.has_kernels()
 
 
-def sgd(g, p, buf, buf_new, lr, momentum, dampening, weight_decay, nesterov):
-    """SGD's step, subtracted from ``p`` in place (with momentum the new buffer into ``buf_new``); ``buf`` None
-    at the first step."""
+def sgd(g, p, buf, lr, momentum, dampening, weight_decay, nesterov, first):
+    """SGD's step, subtracted from ``p`` in place; with momentum ``buf``, the momentum buffer, is updated in
+    place (``first``: it holds nothing yet)."""
     decay = (float(weight_decay),)
     if not momentum:
         kernel = _kernel(f"T g, {_scalars(['weight_decay', 'lr'])}", "T p", _SGD_PLAIN, "dlscratch_sgd",
@@ -120,33 +124,29 @@ def sgd(g, p, buf, buf_new, lr, momentum, dampening, weight_decay, nesterov):
         kernel(_halt_flag(p), g, *decay, float(lr), p)
         return
     names = ["weight_decay", "momentum", "dampening", "one_minus_dampening", "lr"]
-    kernel = _kernel(f"T g, T buf, {_scalars(names)}, int32 first, int32 nesterov", "T buf_new, T p",
+    kernel = _kernel(f"T g, {_scalars(names)}, int32 first, int32 nesterov", "T buf, T p",
                      _SGD, "dlscratch_sgd_momentum", _sgd_twin)
-    kernel(_halt_flag(p), g, g if buf is None else buf, *decay, float(momentum), float(dampening), 1 - float(dampening),
-           float(lr), int(buf is None), int(bool(nesterov)), buf_new, p)
+    kernel(_halt_flag(p), g, *decay, float(momentum), float(dampening), 1 - float(dampening), float(lr),
+           int(first), int(bool(nesterov)), buf, p)
 
 
-def adam(g, p, m, v, m_new, v_new, lr, beta1, beta2, eps, weight_decay, t):
-    """Adam's step ``t``, subtracted from ``p`` in place, the new moments into ``m_new, v_new``; ``m, v`` None at
-    the first step."""
+def adam(g, p, m, v, lr, beta1, beta2, eps, weight_decay, t):
+    """Adam's step ``t``, subtracted from ``p`` in place, the moments ``m, v`` updated in place (at ``t = 1`` they
+    hold nothing yet)."""
     names = ["weight_decay", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "sqrt_correction2", "eps",
              "lr_corrected"]
-    kernel = _kernel(f"T g, T m, T v, {_scalars(names)}, int32 first", "T m_new, T v_new, T p", _ADAM,
-                     "dlscratch_adam", _adam_twin)
-    first = m is None
-    kernel(_halt_flag(p), g, g if first else m, g if first else v, float(weight_decay), beta1, 1 - beta1, beta2,
-           1 - beta2, math.sqrt(1 - beta2**t), float(eps), lr / (1 - beta1**t), int(first), m_new, v_new, p)
+    kernel = _kernel(f"T g, {_scalars(names)}, int32 first", "T m, T v, T p", _ADAM, "dlscratch_adam", _adam_twin)
+    kernel(_halt_flag(p), g, float(weight_decay), beta1, 1 - beta1, beta2, 1 - beta2, math.sqrt(1 - beta2**t),
+           float(eps), lr / (1 - beta1**t), int(t == 1), m, v, p)
 
 
-def adadelta(g, p, v, u, v_new, u_new, lr, rho, eps, weight_decay):
-    """AdaDelta's step, subtracted from ``p`` in place, the new averages into ``v_new, u_new``; ``v, u`` None at
-    the first step."""
+def adadelta(g, p, v, u, lr, rho, eps, weight_decay, first):
+    """AdaDelta's step, subtracted from ``p`` in place, the averages ``v, u`` updated in place (``first``: they
+    hold nothing yet)."""
     names = ["weight_decay", "rho", "one_minus_rho", "eps", "sqrt_eps", "lr"]
-    kernel = _kernel(f"T g, T v, T u, {_scalars(names)}, int32 first", "T v_new, T u_new, T p",
-                     _ADADELTA, "dlscratch_adadelta", _adadelta_twin)
-    first = v is None
-    kernel(_halt_flag(p), g, g if first else v, g if first else u, float(weight_decay), rho, 1 - rho, eps,
-           math.sqrt(eps), float(lr), int(first), v_new, u_new, p)
+    kernel = _kernel(f"T g, {_scalars(names)}, int32 first", "T v, T u, T p", _ADADELTA, "dlscratch_adadelta",
+                     _adadelta_twin)
+    kernel(_halt_flag(p), g, float(weight_decay), rho, 1 - rho, eps, math.sqrt(eps), float(lr), int(first), v, u, p)
 
 
 # The NumPy twins of the kernels, the same arithmetic in the same order: the strict CuPy stand-in runs a large
@@ -159,26 +159,26 @@ def _sgd_plain_twin(g, weight_decay, lr, p):
     p -= _decayed(g, p, weight_decay) * lr
 
 
-def _sgd_twin(g, buf, weight_decay, momentum, dampening, one_minus_dampening, lr, first, nesterov, buf_new, p):
+def _sgd_twin(g, weight_decay, momentum, dampening, one_minus_dampening, lr, first, nesterov, buf, p):
     grad = _decayed(g, p, weight_decay)
     if first:
-        buf_new[...] = grad
+        buf[...] = grad
     else:
-        buf_new[...] = buf * momentum + (grad if dampening == 0 else grad * one_minus_dampening)
-    p -= (grad + buf_new * momentum if nesterov else buf_new) * lr
+        buf[...] = buf * momentum + (grad if dampening == 0 else grad * one_minus_dampening)
+    p -= (grad + buf * momentum if nesterov else buf) * lr
 
 
-def _adam_twin(g, m, v, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_correction2, eps,
-               lr_corrected, first, m_new, v_new, p):
+def _adam_twin(g, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_correction2, eps,
+               lr_corrected, first, m, v, p):
     grad = _decayed(g, p, weight_decay)
-    m_new[...] = grad * one_minus_beta1 + (0 if first else m * beta1)
-    v_new[...] = grad * one_minus_beta2 * grad + (0 if first else v * beta2)
-    p -= m_new / (numpy.sqrt(v_new) / sqrt_correction2 + eps) * lr_corrected
+    m[...] = grad * one_minus_beta1 + (0 if first else m * beta1)
+    v[...] = grad * one_minus_beta2 * grad + (0 if first else v * beta2)
+    p -= m / (numpy.sqrt(v) / sqrt_correction2 + eps) * lr_corrected
 
 
-def _adadelta_twin(g, v, u, weight_decay, rho, one_minus_rho, eps, sqrt_eps, lr, first, v_new, u_new, p):
+def _adadelta_twin(g, weight_decay, rho, one_minus_rho, eps, sqrt_eps, lr, first, v, u, p):
     grad = _decayed(g, p, weight_decay)
-    v_new[...] = grad * one_minus_rho * grad + (0 if first else v * rho)
-    step = (sqrt_eps if first else numpy.sqrt(u + eps)) / numpy.sqrt(v_new + eps) * grad
-    u_new[...] = step * one_minus_rho * step + (0 if first else u * rho)
+    v[...] = grad * one_minus_rho * grad + (0 if first else v * rho)
+    step = (sqrt_eps if first else numpy.sqrt(u + eps)) / numpy.sqrt(v + eps) * grad
+    u[...] = step * one_minus_rho * step + (0 if first else u * rho)
     p -= step * lr

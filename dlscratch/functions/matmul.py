@@ -76,8 +76,12 @@ class Linear(Function):
             self.weight_product(gy.T, self.x2) if self.needs_input_grad[1] else None,
         ]
         if len(self.inputs) == 3:
-            grads.append(gy.sum(axis=0))
+            grads.append(self.bias_gradient(gy))
         return tuple(grads)
+
+    def bias_gradient(self, gy):
+        """The bias's gradient ``(out,)``: ``gy: (M, out)`` summed over its rows."""
+        return gy.sum(axis=0)
 
 
 @entry_point

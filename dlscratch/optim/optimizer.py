@@ -35,8 +35,9 @@ class Staged:
     that ``step`` subtracts from ``data``; ``state``, the copy of its state dict that ``step``
     puts in place of the old one. Instead of ``delta``, an update may set ``apply``: a function
     of no arguments that ``step`` calls to write the update into ``data`` and the state's arrays
-    in place (``fast/optim.py``: on a CPU the rule's arithmetic, on a GPU one fused kernel); it
-    must not fail once prepared, but for floating-point errors, which ``step`` holds back."""
+    in place (``fast/optim.py``: on a CPU the rule's arithmetic; ``fast/flat_step.py``: on a GPU one
+    fused kernel that writes many parameters, carried by the first one's ``apply``); it must not fail
+    once prepared, but for floating-point errors, which ``step`` holds back."""
 
     __slots__ = ("param", "data", "delta", "apply", "state")
 
@@ -112,6 +113,20 @@ class Optimizer:
         """Update every parameter that has a gradient, in place: every update is prepared before any
         is written, so the step is applied whole or not at all (module docstring). It works on the
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
+        staged = paths.pick(Optimizer._prepare_step)(self)
+        with signals_deferred(), float_errors_deferred():
+            for new in staged:
+                if new.apply is None:
+                    new.data -= new.delta
+                else:
+                    new.apply()
+                new.param.data = new.data  # counts the write (layers/versions.py)
+                self.state[new.param] = new.state
+
+    def _prepare_step(self):
+        """Every update of a step, prepared and not written: a list of ``Staged``, one per parameter that has
+        a gradient. (The fast path prepares parameters on a GPU as fused launches over flat storage,
+        ``fast/flat_step.py``.)"""
         update = paths.pick(type(self)._update)  # the reference rule, or its fast version
         staged = []
         for group in self.param_groups:
@@ -123,14 +138,7 @@ class Optimizer:
                         raise NotImplementedError(f"{type(self).__name__}._update must set p.delta, the amount "
                                                   "to subtract from p.data (or p.apply)")
                     staged.append(new)
-        with signals_deferred(), float_errors_deferred():
-            for new in staged:
-                if new.apply is None:
-                    new.data -= new.delta
-                else:
-                    new.apply()
-                new.param.data = new.data  # counts the write (layers/versions.py)
-                self.state[new.param] = new.state
+        return staged
 
     def _update(self, p, grad, state, group):
         """Compute one parameter's update from ``grad`` (an array shaped like it), its ``state`` (a
