@@ -25,6 +25,7 @@ from .settings import env_flag
 
 class _PathState(threading.local):
     fast = not env_flag("DLSCRATCH_REFERENCE", default=False)
+    left_out = frozenset()  # reference functions whose fast versions do not run (``without``)
 
 
 _state = _PathState()
@@ -48,6 +49,23 @@ def fast():
 
 
 @contextlib.contextmanager
+def without(*functions):
+    """Run the ``with`` block on the fast path, but for ``functions`` (reference functions, or their ``@dispatch``
+    wrappers), which run their reference versions: what one trick changes (lessons 05 and 08 count the launches
+    that each fusion removes)."""
+    left_out = frozenset(getattr(f, "reference", f) for f in functions)
+    unknown = [f for f in left_out if f not in _fast_versions]
+    if unknown:
+        raise ValueError(f"without: {', '.join(map(repr, unknown))} has no fast version to leave out")
+    previous = _state.fast, _state.left_out
+    _state.fast, _state.left_out = True, previous[1] | left_out
+    try:
+        yield
+    finally:
+        _state.fast, _state.left_out = previous
+
+
+@contextlib.contextmanager
 def _on_path(fast):
     previous, _state.fast = _state.fast, fast
     try:
@@ -58,7 +76,7 @@ def _on_path(fast):
 
 def _current(reference_function):
     """What runs now for ``reference_function`` (an undecorated reference function)."""
-    if _state.fast:
+    if _state.fast and reference_function not in _state.left_out:
         return _fast_versions.get(reference_function, reference_function)
     return reference_function
 

@@ -21,7 +21,7 @@ import numpy
 from . import autograd, backend, inplace
 from .core import tensor as core
 from .layers import deferred_checks, seeds
-from .layers.constants import NUMERIC_KINDS
+from .layers.constants import NUMERIC_KINDS, PYTHON_SCALARS
 from .layers.constants import is_number as _is_number
 from .layers.versions import bump, counter_of
 
@@ -73,7 +73,8 @@ def _values_of(items):
 def _operand(other):
     """Whether an operator takes ``other`` (a tensor, a number, an array or a list, whose values
     are checked when converted); for anything else it returns NotImplemented."""
-    return (type(other) is Tensor or isinstance(other, (Tensor, list, tuple, numpy.ndarray))
+    return (type(other) is Tensor or type(other) in PYTHON_SCALARS
+            or isinstance(other, (Tensor, list, tuple, numpy.ndarray))
             or backend.is_gpu_array(other) or _is_number(other))
 
 

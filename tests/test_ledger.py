@@ -245,3 +245,18 @@ def test_on_the_stand_in_counts_what_cupy_would_launch_and_puts_the_backend_back
             (a + a).sum()
         assert book.kernels >= 2 and book.waits == 0
     assert (B.xp, B.cupy, B.gpu_available(), B.gpu_unavailable_reason()) == before
+
+
+def test_a_function_of_an_array_counts_as_the_method(stand_in):
+    """``cupy.sum(a, 0)`` is ``a.sum(0)`` to CuPy, and to the ledger (the function form used to read the array as
+    the axis and fail)."""
+    a, indices = stand_in.ones((4, 5), dtype="float32"), stand_in.asarray([0, 2])
+    for function, method in [(lambda: stand_in.sum(a, 0), lambda: a.sum(0)),
+                             (lambda: stand_in.sum(a, axis=(0, 1)), lambda: a.sum(axis=(0, 1))),
+                             (lambda: stand_in.take(a, indices), lambda: a.take(indices))]:
+        with B.ledger() as as_function:
+            function()
+        with B.ledger() as as_method:
+            method()
+        assert as_function.by_site() != [] and [row[1:] for row in as_function.by_site()] == [
+            row[1:] for row in as_method.by_site()]

@@ -97,6 +97,24 @@ def test_pick_follows_the_switch(on_the_fast_path):
         assert paths.pick(reference_conv.conv2d) is reference_conv.conv2d.reference
 
 
+def test_without_leaves_out_one_fast_version_for_a_block(on_the_fast_path):
+    from dlscratch.fast import conv as fast_conv
+    from dlscratch.fast import pooling as fast_pooling
+    from dlscratch.functions import conv as reference_conv
+    from dlscratch.functions import pooling as reference_pooling
+
+    with dlscratch.reference(), paths.without(reference_conv.conv2d):  # the fast path, but for conv2d
+        assert paths.pick(reference_conv.conv2d) is reference_conv.conv2d.reference
+        assert paths.pick(reference_pooling.max_pool2d) is fast_pooling.max_pool2d
+        with paths.without(reference_pooling.max_pool2d):  # nested: both left out
+            assert paths.pick(reference_pooling.max_pool2d) is reference_pooling.max_pool2d.reference
+            assert paths.pick(reference_conv.conv2d) is reference_conv.conv2d.reference
+        assert paths.pick(reference_pooling.max_pool2d) is fast_pooling.max_pool2d
+    assert paths.pick(reference_conv.conv2d) is fast_conv.conv2d
+    with pytest.raises(ValueError, match="has no fast version"), paths.without(test_pick_follows_the_switch):
+        pass
+
+
 def test_every_fast_version_has_the_signature_of_its_reference():
     versions = paths.fast_versions()
     assert len(versions) >= 6

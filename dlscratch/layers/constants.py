@@ -12,6 +12,7 @@ import numpy
 from .. import backend
 from . import dtypes
 
+PYTHON_SCALARS = frozenset({bool, int, float, complex})
 NUMERIC_KINDS = "biufc"  # bool, signed and unsigned integers, floating, complex: what a tensor may hold
 
 
@@ -32,8 +33,8 @@ def as_constant(value, like, tensor_type):
     """``value`` as a constant tensor. Scalars (Python or NumPy) take ``like``'s dtype and device when that keeps
     their value's kind, as Python scalars do under NumPy 2's promotion rules; float64 arrays and lists of floats
     take a floating ``like``'s dtype."""
-    if like is not None and is_number(value):
-        if hasattr(value, "item"):  # a NumPy scalar or 0-d array: its Python value, weak as Python's are
+    if like is not None and (type(value) in PYTHON_SCALARS or is_number(value)):
+        if type(value) not in PYTHON_SCALARS:  # a NumPy scalar or 0-d array: its Python value, weak as Python's are
             value = value.item()
         return tensor_type._make(scalar_array(value, like._data), False)
     if like is None:
@@ -48,10 +49,11 @@ def scalar_array(value, data):
     """Python scalar ``value`` as a 0-d array beside array ``data``, in the dtype rule 2 gives it. The arrays
     are kept (``KEPT_SCALARS`` of them) and read-only where the array module allows: a training loop's
     ``x * 0.5`` then makes no array, and on a GPU no copy to the device, in every step."""
-    dtype = dtypes.scalar_dtype(data.dtype, value)
-    key = (value, type(value), dtype, type(data), getattr(getattr(data, "device", None), "id", None))
+    on_gpu = type(data) is not numpy.ndarray
+    key = (value, type(value), data.dtype, type(data), getattr(data.device, "id", None) if on_gpu else None)
     array = _kept_scalars.get(key)
     if array is None:
+        dtype = dtypes.scalar_dtype(data.dtype, value)
         array = backend.get_array_module(data).asarray(value, dtype=dtype)
         if hasattr(array.flags, "writeable"):
             array.flags.writeable = False
@@ -61,7 +63,8 @@ def scalar_array(value, data):
 
 
 KEPT_SCALARS = 1024
-_kept_scalars = {}  # (value, its type, dtype, array type, device id) -> the 0-d array (1 == 1.0 == True: the type tells)
+_kept_scalars = {}  # (value, its type, the tensor's dtype, array type, device id) -> the 0-d array
+# (the value's type is in the key: 1 == 1.0 == True, but each keeps its own kind)
 
 
 def is_scalar(value):

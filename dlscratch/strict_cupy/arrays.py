@@ -148,6 +148,8 @@ def _new_arrays(result, inputs):
 
 
 def _count_call(name, owner, args, kwargs, result):
+    if owner is None and args and isinstance(args[0], numpy.ndarray):  # cupy.sum(a, 0) is counted as a.sum(0)
+        owner, args = args[0], args[1:]
     inputs = ([owner] if owner is not None else []) + [a for a in args if isinstance(a, numpy.ndarray)]
     ledger.record_all(ledger.call(name, inputs, args, kwargs, _new_arrays(result, [owner, args, kwargs])))
 
