@@ -374,3 +374,26 @@ def test_an_optimizer_of_its_own_or_parameters_on_the_cpu_take_the_per_parameter
     train(cpu_model, cpu_optimizer, steps=1)
     assert optimizer not in flat_step._storage and cpu_optimizer not in flat_step._storage
     assert_same(values(model), values(cpu_model))
+
+
+def test_a_parameter_freed_inside_an_answer_is_not_the_learners_call_and_its_entry_goes(stand_in, fast_path):
+    """A lesson's check counts every call into dlscratch while a learner's answer runs (dlscratch_lessons/checking.py);
+    the weak-reference callback that the garbage collector runs when a laid-out parameter is freed inside it is the
+    library's own bookkeeping, not the learner's call (it failed exercise 10.6's proof on the stand-in). The gone
+    parameters' entries are dropped."""
+    import gc
+
+    from dlscratch.fast import flat
+    from dlscratch_lessons.checking import own_work
+
+    model = mlp("gpu")
+    train(model, optim.SGD(model.parameters(), lr=0.1, momentum=0.9), steps=1, device="gpu")
+    ids = [id(p) for p in model.parameters()]
+    assert all(i in flat._slots for i in ids)
+    with own_work("Exercise 0.0"):
+        del model
+        gc.collect()
+    other = mlp("gpu")
+    train(other, optim.SGD(other.parameters(), lr=0.1), steps=1, device="gpu")
+    assert all(flat._slots[i][0]() is not None for i in flat._slots), "an entry of a gone parameter is kept"
+    assert {id(p) for p in other.parameters()} <= set(flat._slots)
