@@ -64,6 +64,30 @@ def assert_same(got, expected, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
 
 
+def host(value):
+    """A state entry on the host: an array copied from the device, anything else (a step count) as it is."""
+    return B.to_cpu(value).copy() if hasattr(value, "shape") else value
+
+
+def assert_state_unchanged(state, earlier):
+    """Each entry of optimizer ``state`` (a ``state_dict()["state"]``) equals ``earlier``'s, exactly."""
+    for i, entry in state.items():
+        for key, value in entry.items():
+            np.testing.assert_array_equal(host(value), host(earlier[i][key]))
+
+
+def stepped_with_gradients(name):
+    """A model and optimizer ``name`` (of ``RULES``) after one step, the next batch's gradients in place."""
+    rule, settings = RULES[name]
+    model = mlp("gpu")
+    optimizer = rule(model.parameters(), **settings)
+    train(model, optimizer, steps=1)
+    x, y = batch("gpu")
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    return model, optimizer
+
+
 def trained_both_ways(name, steps=3, **model_options):
     """The model's values after ``steps`` steps on the stand-in's GPU (flat storage) and on the reference path on
     the CPU (per-parameter updates, written as their formulas)."""
@@ -171,23 +195,17 @@ def test_the_models_state_dict_round_trip_keeps_the_parameters_in_their_views(st
 
 @STATEFUL
 def test_a_parameter_without_a_gradient_keeps_its_values_and_state(stand_in, fast_path, name):
-    rule, settings = RULES[name]
-    model = mlp("gpu")
-    optimizer = rule(model.parameters(), **settings)
-    train(model, optimizer, steps=1)
-    x, y = batch("gpu")
-    optimizer.zero_grad()
-    F.cross_entropy(model(x), y).backward()
+    model, optimizer = stepped_with_gradients(name)
     skipped = model[0].bias
     skipped.grad = None
     before = B.to_cpu(skipped.data).copy()
-    state = {k: B.to_cpu(v).copy() if hasattr(v, "shape") else v for k, v in optimizer.state[skipped].items()}
+    state = {k: host(v) for k, v in optimizer.state[skipped].items()}
     others = [B.to_cpu(p.data).copy() for p in model.parameters() if p is not skipped]
     with B.ledger() as book:
         optimizer.step()
     np.testing.assert_array_equal(B.to_cpu(skipped.data), before)
     for key, value in optimizer.state[skipped].items():
-        np.testing.assert_array_equal(B.to_cpu(value) if hasattr(value, "shape") else value, state[key])
+        np.testing.assert_array_equal(host(value), state[key])
     assert all((B.to_cpu(p.data) != old).any() for p, old in zip(
         [p for p in model.parameters() if p is not skipped], others))
     kernels = [n for site, _, _, n in book.by_site("kernel") if "optim_kernels.py" in site]
@@ -268,13 +286,7 @@ def test_a_model_pruned_after_the_first_step_trains_as_on_the_reference_path(sta
 
 @pytest.mark.parametrize("name", ["momentum", "adam"])
 def test_an_error_while_the_step_is_prepared_writes_nothing(stand_in, fast_path, monkeypatch, name):
-    rule, settings = RULES[name]
-    model = mlp("gpu")
-    optimizer = rule(model.parameters(), **settings)
-    train(model, optimizer, steps=1)
-    x, y = batch("gpu")
-    optimizer.zero_grad()
-    F.cross_entropy(model(x), y).backward()
+    model, optimizer = stepped_with_gradients(name)
     before = values(model)
     state = optimizer.state_dict()
     made = [0]
@@ -291,22 +303,12 @@ def test_an_error_while_the_step_is_prepared_writes_nothing(stand_in, fast_path,
         optimizer.step()
     assert book.launches == 0, book.table()
     assert_same(values(model), before, rtol=0, atol=0)
-    for i, entry in optimizer.state_dict()["state"].items():
-        for key, value in entry.items():
-            np.testing.assert_array_equal(B.to_cpu(value) if hasattr(value, "shape") else value,
-                                          B.to_cpu(state["state"][i][key]) if hasattr(value, "shape") else
-                                          state["state"][i][key])
+    assert_state_unchanged(optimizer.state_dict()["state"], state["state"])
 
 
 @STATEFUL
 def test_the_halt_flag_stops_the_flat_step_from_writing(stand_in, fast_path, name):
-    rule, settings = RULES[name]
-    model = mlp("gpu")
-    optimizer = rule(model.parameters(), **settings)
-    train(model, optimizer, steps=1)
-    x, y = batch("gpu")
-    optimizer.zero_grad()
-    F.cross_entropy(model(x), y).backward()
+    model, optimizer = stepped_with_gradients(name)
     before, state = values(model), optimizer.state_dict()["state"]
     with halting_on(B.module_for("gpu").array([1.0, 2.0])):
         optimizer.step()
