@@ -14,7 +14,8 @@ first layer's input is data).
 
 Each extension point below calls its layers in a few plain lines: ``prepare`` runs for every operation, so
 it loops and stops early rather than using ``any()`` and generator expressions, and the dtype rule runs only
-when the inputs' dtypes differ (``python -m dlscratch.bench autograd`` measures the cost per operation).
+when the inputs' dtypes differ (``python -m dlscratch.bench autograd`` measures the cost per operation). On
+the fast path, ``fast/one_frame.py`` runs the usual operation's steps and these checks in one frame instead.
 """
 
 import operator

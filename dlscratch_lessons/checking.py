@@ -8,8 +8,7 @@ when the answer reached into dlscratch instead of computing the thing itself:
         mine = my_sum_to(g, shape)            # calling dlscratch's sum_to in there fails the check
 
 The array-module shim (``backend``, and the strict CuPy stand-in) is always allowed: an answer needs its
-``get_array_module``; so is what the library runs by itself, unasked (``RUN_BY_THE_LIBRARY``). ``allowed``
-names library functions an exercise hands to the learner (col2im, say);
+``get_array_module``. ``allowed`` names library functions an exercise hands to the learner (col2im, say);
 what they call in turn is not counted. It watches the calling thread (``sys.setprofile``), which is where
 an answer starts any call into the library.
 
@@ -24,14 +23,10 @@ import sys
 from contextlib import contextmanager
 
 import dlscratch
-from dlscratch.fast import flat
 
 PACKAGE = os.path.dirname(os.path.abspath(dlscratch.__file__)) + os.sep  # calls into the library are watched
 ALWAYS_ALLOWED = {PACKAGE + "backend.py"}
 STAND_IN = PACKAGE + "strict_cupy" + os.sep  # the strict CuPy stand-in: calls into it are the learner's xp calls
-#: what the library runs by itself while an answer runs: flat storage's weak-reference callback, which the garbage
-#: collector calls when a laid-out parameter is freed (on the stand-in), inside whatever code runs then
-RUN_BY_THE_LIBRARY = {flat._forget.__code__}
 
 
 class LibraryCalled(AssertionError):
@@ -54,7 +49,7 @@ def _code_of(function):
 @contextmanager
 def own_work(exercise, allowed=()):
     """Fail with ``LibraryCalled`` if code run in the block calls into dlscratch (but the backend, ``allowed``)."""
-    allowed_codes = ({_code_of(f) for f in allowed} - {None}) | RUN_BY_THE_LIBRARY
+    allowed_codes = {_code_of(f) for f in allowed} - {None}
     called, depth = [], [0]  # depth > 0: inside a call that is allowed or already reported
 
     def watch(frame, event, arg):

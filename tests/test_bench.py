@@ -230,7 +230,7 @@ class TestCommandAndTiming:
     def test_autograd_reference_line_gives_each_size_its_ratio(self):
         assert autograd.reference_line({"16x16": 1.004, "256x256": 0.951}) == (
             "forward+backward, reference path time / fast path time: 1.00 at 16x16, 0.95 at 256x256 (add, mul and "
-            "tanh have no fast version: both paths run the same code, so this is the switch's own cost, and noise)"
+            "tanh have no fast version: the ratio is what recording and walking back in one frame save, and noise)"
         )
 
     def test_autograd_rows_run_on_their_own_path_whatever_the_callers(self, monkeypatch):

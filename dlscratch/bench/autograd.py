@@ -8,9 +8,10 @@ repeating) on float32 arrays runs six ways:
 - dlscratch forward under ``no_grad`` (tensors, no graph);
 - dlscratch forward, recording the graph;
 - dlscratch forward and ``backward()``;
-- the same on the reference path (``dlscratch.reference()``): these operations have no fast
-  version, so both paths run the same code and the reference/fast ratio printed below the
-  table is the switch's own cost, and noise.
+- the same on the reference path (``dlscratch.reference()``): add, mul and tanh have no fast
+  version of their own, but the fast path records the binary ones and walks back in one frame
+  each (``fast/one_frame.py``), so the reference/fast ratio printed below the table is what
+  that saves, the switch's own cost, and noise.
 
 Both sides run the same loop, so on small arrays, where arithmetic is nearly free, the
 difference per operation is the framework's own cost. On large arrays arithmetic dominates,
@@ -161,4 +162,4 @@ def reference_line(ratios):
     """The reference path's forward+backward time over the fast path's at each size. ``ratios``: size -> ratio."""
     parts = ", ".join(f"{ratio:.2f} at {size}" for size, ratio in ratios.items())
     return (f"forward+backward, reference path time / fast path time: {parts} (add, mul and tanh have no fast "
-            "version: both paths run the same code, so this is the switch's own cost, and noise)")
+            "version: the ratio is what recording and walking back in one frame save, and noise)")

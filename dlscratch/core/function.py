@@ -6,8 +6,8 @@ tensors runs ``forward`` and, when recording is on and an input requires grad, l
 to the function (``link``). It holds its inputs strongly and its outputs by weak reference, so a
 graph is freed as soon as the last tensor of it goes.
 
-The library's layers (``dlscratch/layers/``) attach at the *extension points* below: each does the
-plain thing here and more in the library, and ``__call__`` and ``backprop.py`` stay as they are.
+The library's layers (``dlscratch/layers/``) attach at the *extension points* below: each does the plain
+thing here and more in the library; its fast path runs the same steps in one frame (``fast/one_frame.py``).
 """
 
 import itertools

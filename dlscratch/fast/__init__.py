@@ -28,9 +28,26 @@ The tricks, and where each lives:
   ``lstm_layer.py``: a layer's time loop on the GPU without copies or memsets, two launches per step.
 - ``tuning.py``: every machine-tuned size above, with the measurement behind it.
 
+- ``one_frame.py``: the engine's own: recording an operation and the walk back, each in one Python frame
+  rather than a call per extension point of the core.
+
 Two speed-ups are not here, because they are not implementations of one operation: keeping freed
-memory in the process (``dlscratch/memory.py``, switched on explicitly) and the engine's own (plain
-loops in ``Function.__call__`` and ``prepare``, ``core/function.py`` and ``function.py``; ``layers/fresh_grads.py``).
+memory in the process (``dlscratch/memory.py``, switched on explicitly) and a leaf keeping a new gradient
+without a copy (``layers/fresh_grads.py``).
 """
 
-from . import bias_relu, conv, dropout, elementwise, flat_step, im2col, loss, lstm, lstm_layer, matmul, optim, pooling  # noqa: E402,F401  (importing registers the fast versions)
+from . import (  # noqa: E402,F401  (importing registers the fast versions)
+    bias_relu,
+    conv,
+    dropout,
+    elementwise,
+    flat_step,
+    im2col,
+    loss,
+    lstm,
+    lstm_layer,
+    matmul,
+    one_frame,
+    optim,
+    pooling,
+)

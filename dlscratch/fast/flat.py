@@ -49,10 +49,11 @@ class FlatParams:
         self.state = {}
         self.views = self._views(self.data)
         self.new_grad_buffer()
+        _drop_gone()
         for k, (p, view) in enumerate(zip(self.params, self.views)):
             view[...] = p.data
             p.data = view
-            _slots[id(p)] = (weakref.ref(p, _forget), weakref.ref(self), k)
+            _slots[id(p)] = (weakref.ref(p), weakref.ref(self), k)
 
     def _views(self, flat):
         return [flat[a:b].reshape(p.shape) for p, (a, b) in zip(self.params, self.bounds)]
@@ -87,11 +88,13 @@ class FlatParams:
         return self.state[name][1]
 
 
-def _forget(ref):
-    """A parameter is gone: drop its entry (unless its id already names a newer one)."""
-    for key, entry in list(_slots.items()):
-        if entry[0] is ref:
-            del _slots[key]
+def _drop_gone():
+    """Drop the entries of parameters that are gone. Done at each layout rather than by a weak reference's
+    callback, which the garbage collector would run inside whatever code runs then (a lesson's check of a
+    learner's answer counts it as the answer's call). Until then a gone parameter's entry is harmless: its id may
+    name a new tensor, and ``grad_slot`` checks that its entry's parameter is that tensor."""
+    for key in [key for key, entry in _slots.items() if entry[0]() is None]:
+        del _slots[key]
 
 
 def grad_slot(x, dtype):

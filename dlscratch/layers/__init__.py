@@ -15,6 +15,7 @@ the engine; read a module here to see what one guarantee costs in code.
     callbacks.py        callbacks at the end of backward (DistributedDataParallel)
     deferred_checks.py  a fast kernel's check, run where the host reads its result
     seeds.py            the implicit 1 of loss.backward(): one kept array, no fill per step
+    kept.py             what seeds.py and constants.py share: arrays kept read-only, made once
 
 Two more layers live with what they serve: autocast (``dlscratch/amp/``) and the fast path's registry
 (``dlscratch/paths.py``).

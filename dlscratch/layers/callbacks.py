@@ -4,7 +4,11 @@ runs, calls ``f()`` once backward has reached every leaf (PyTorch's engine has t
 ``dlscratch.autograd.backward``.
 """
 
+from .. import paths
 from ..core import backprop
+
+#: The core's walk, or on the fast path its one-frame version (``fast/one_frame.py``).
+walk = paths.dispatch(backprop.backward)
 
 _callbacks = []  # one list per backward pass running, innermost last
 
@@ -18,10 +22,10 @@ def queue_callback(callback):
 
 
 def backward_with_callbacks(output, grad):
-    """The core's backward, then the callbacks queued during it, in order."""
+    """The walk back, then the callbacks queued during it, in order."""
     _callbacks.append([])
     try:
-        backprop.backward(output, grad)
+        walk(output, grad)
         queued = _callbacks[-1]
         while queued:
             queued.pop(0)()

@@ -11,6 +11,7 @@ import numpy
 
 from .. import backend
 from . import dtypes
+from .kept import keep
 
 PYTHON_SCALARS = frozenset({bool, int, float, complex})
 NUMERIC_KINDS = "biufc"  # bool, signed and unsigned integers, floating, complex: what a tensor may hold
@@ -48,17 +49,13 @@ def as_constant(value, like, tensor_type):
 def scalar_array(value, data):
     """Python scalar ``value`` as a 0-d array beside array ``data``, in the dtype rule 2 gives it. The arrays
     are kept (``KEPT_SCALARS`` of them) and read-only where the array module allows: a training loop's
-    ``x * 0.5`` then makes no array, and on a GPU no copy to the device, in every step."""
+    ``x * 0.5`` then makes no array, and on a GPU no copy to the device, in every step (``kept.py``)."""
     on_gpu = type(data) is not numpy.ndarray
     key = (value, type(value), data.dtype, type(data), getattr(data.device, "id", None) if on_gpu else None)
     array = _kept_scalars.get(key)
     if array is None:
         dtype = dtypes.scalar_dtype(data.dtype, value)
-        array = backend.get_array_module(data).asarray(value, dtype=dtype)
-        if hasattr(array.flags, "writeable"):
-            array.flags.writeable = False
-        if len(_kept_scalars) < KEPT_SCALARS:
-            _kept_scalars[key] = array
+        array = keep(_kept_scalars, key, backend.get_array_module(data).asarray(value, dtype=dtype), KEPT_SCALARS)
     return array
 
 

@@ -1,0 +1,128 @@
+"""The engine's own fast path: recording an operation, and the walk back, each in one Python frame.
+
+The core (``dlscratch/core/``) records an operation in five calls: ``__call__``, then its extension points
+``prepare``, ``output`` (with ``Tensor._make``) and ``link``, where the library's layers attach; the walk back
+calls ``_take_grads`` and ``run_backward`` for every function. Each Python call has a cost of its own, and so do
+the tuples the calls hand each other: for an operation on 16 numbers, forward and backward, 0.8 µs of 4.5 (below).
+
+Here the usual case runs the same steps, with the same layers' checks, inline:
+
+- ``call``, the fast path's ``Function.__call__``: two operands (tensors, or numbers made constants as
+  ``layers/constants.py`` does), NumPy arrays of one dtype (so one device and nothing for the dtype rule to
+  change), a new output array. Anything else (one or three inputs, a view as the output, CuPy arrays, mixed
+  dtypes, a function whose backward reads its outputs) goes through the core's ``__call__`` and the layers, as
+  on the reference path: what protects a user is the same code in both.
+- ``backward``, the fast path's walk: the core's order (``reachable_functions``), with ``_take_grads`` for a
+  single output and ``Function.run_backward``'s layers (the version check, the gradient-shape check of a
+  user's function, ``fresh_grads``) written out in the loop.
+
+Measured on a 2-core CPU, 2026-11-27 (a chain of 1,000 multiplications of 16 float32 numbers by a tensor, forward
+and backward, one thread; medians of five processes each, taking turns): 4.51 µs per operation through the
+extension points, 3.71 µs here; PyTorch 2.13, 4.94 µs. ``tests/test_one_frame.py`` checks that both paths give the
+same tensors, gradients and errors.
+"""
+
+import weakref
+
+import numpy
+
+from .. import paths
+from ..core import backprop
+from ..core import function as core
+from ..core.function import clock
+from ..core.grad_mode import _state as _grad_mode
+from ..function import Function
+from ..layers import constants, errors, fresh_grads, versions
+from ..layers.versions import latest_write
+from ..tensor import Tensor
+
+_ndarray = numpy.ndarray
+_path = paths._state
+_core_call = core.Function.__call__
+_make = Tensor._make
+
+
+def call(fn, *inputs):
+    """``fn(*inputs)``: run ``fn.forward`` and record it, as the core's ``__call__`` does with the library's
+    layers. See the module docstring for the case it takes; it hands every other to the core's."""
+    if len(inputs) != 2 or fn.seq != -1 or not _path.fast:
+        return _core_call(fn, *inputs)  # the core and its layers: refuse a second call, and the rest
+    x0, x1 = inputs
+    if not (isinstance(x0, Tensor) and isinstance(x1, Tensor)):
+        inputs = constants.wrap_constants(fn, inputs, Tensor)
+        x0, x1 = inputs
+    a, b = x0._data, x1._data
+    if (type(a) is not _ndarray or type(b) is not _ndarray or a.dtype is not b.dtype
+            or (fn.float_result and a.dtype.kind not in "fc")):
+        return _core_call(fn, *inputs)  # the device check, the dtype rule
+    try:
+        y = fn.forward(a, b)
+    except ValueError as error:
+        fn.failed(error, inputs)
+        raise
+    record = _grad_mode.enabled and (x0._requires_grad or x1._requires_grad)
+    if type(y) is not _ndarray or y.base is not None or (record and fn.saves_outputs):
+        return _output_and_link(fn, y, record, inputs)  # several outputs, a view, kept counters
+    out = _make(y, record)
+    if record:  # core.Function.link, for one output
+        fn.seq = next(clock)
+        fn.inputs = inputs
+        out.creator = fn
+        fn.outputs = (weakref.ref(out),)
+    return out
+
+
+def _output_and_link(fn, ys, record, inputs):
+    """The end of the core's ``__call__``, through the extension points (``output``, ``link``)."""
+    if type(ys) is tuple:
+        outputs = tuple([fn.output(y, record, inputs) for y in ys])
+    else:
+        outputs = fn.output(ys, record, inputs)
+    if record:
+        fn.link(inputs, outputs)
+    return outputs
+
+
+@paths.fast_version_of(backprop.backward)
+def backward(output, grad):
+    """The core's ``backprop.backward`` with ``Function.run_backward``'s layers inline (see the module docstring)."""
+    if output.creator is None:
+        output.accumulate_grad(grad)
+        return
+    grads = {id(output): grad}
+    for fn in backprop.reachable_functions(output.creator):
+        if len(fn.outputs) == 1:  # backprop._take_grads, for one output
+            y = fn.outputs[0]()
+            gy = None if y is None else grads.pop(id(y), None)
+            if gy is None:
+                continue
+            if y.retains_grad:
+                y.accumulate_grad(gy)
+            gys = (gy,)
+        else:
+            gys = backprop._take_grads(fn, grads)
+            if gys is None:
+                continue
+        if latest_write.stamp > fn.seq:  # Function.run_backward's layers, from here
+            versions.check_unchanged(fn)
+        gxs = fn.backward(*gys)
+        if type(gxs) is not tuple:
+            gxs = (gxs,)
+        if fn.checks_gradient_shapes:
+            errors.check_gradient_shapes(fn, gxs)
+        if fn.fresh_grads:
+            gxs = fresh_grads.hand_to_leaves(fn, gxs)
+        for x, gx in zip(fn.inputs, gxs):  # the core's walk again
+            if gx is None or not x._requires_grad:
+                continue
+            if x.creator is None:
+                x.accumulate_grad(gx)
+            else:
+                key = id(x)
+                previous = grads.get(key)
+                grads[key] = gx if previous is None else previous + gx
+
+
+# Installed on the class rather than looked up at each call as ``paths.dispatch`` does: the lookup would cost a
+# third of what the one frame saves. ``call`` itself turns to the core's ``__call__`` on the reference path.
+Function.__call__ = call
