@@ -49,6 +49,8 @@ from .lstm import bias_gradients
 class LoopLSTMLayer(LSTMLayer):
     """``LSTMLayer`` for equal lengths on the GPU: the same inputs, outputs and saved arrays."""
 
+    bias_gradients = staticmethod(bias_gradients)  # one reduction for both biases on the GPU (fast/lstm.py)
+
     def forward(self, x, h0, c0, W_ih, W_hh, b_ih=None, b_hh=None):
         self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)
         xp = backend.get_array_module(x)
@@ -89,15 +91,7 @@ class LoopLSTMLayer(LSTMLayer):
             product = products[rows] if need_x else products
             xp.matmul(gz_all[rows], W, out=product)
             gh_read, gc_read = product[:, :H], gc
-        return self.loop_gradients(products[:, H:] if need_x else None, gz_all, gh_read, gc)
-
-    def loop_gradients(self, gx, gz_all, gh, gc):
-        """The inputs' gradients: ``gx: (R, I)`` (or None) from the loop, the weights' and the biases' from
-        ``gz_all: (R, 4H)``, one GEMM or reduction each."""
-        x, _, _, _, h_prev_all, _, _, _ = self.saved
-        need = self.needs_input_grad
-        grads = [gx, gh, gc, gz_all.T @ x if need[3] else None, gz_all.T @ h_prev_all if need[4] else None]
-        return tuple(grads + (bias_gradients(gz_all) if self.bias else []))
+        return self.gradients(gz_all, gh_read, gc, gx=products[:, H:] if need_x else None)
 
 
 def runs_the_loop(x, batch_sizes):

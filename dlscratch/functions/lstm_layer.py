@@ -26,7 +26,7 @@ import numpy
 from ..backend import get_array_module
 from ..function import Function
 from ..paths import dispatch
-from .lstm_cell import check_cell_shapes
+from .lstm_cell import LSTMCell, check_cell_shapes
 from .lstm_pointwise import lstm_pointwise_backward, lstm_pointwise_forward
 
 
@@ -98,20 +98,24 @@ class LSTMLayer(Function):
         gc = xp.zeros(state_shape, dtype=x.dtype) if gc_n is None else gc_n.copy()
         return gh, gc, xp.empty_like(gates)
 
-    def gradients(self, gz_all, gh, gc):
-        """The inputs' gradients from the pre-activations' ``gz_all: (R, 4H)`` and the initial state's ``gh, gc``."""
+    bias_gradients = staticmethod(LSTMCell.bias_gradients)  # both biases get the same gradient
+
+    def gradients(self, gz_all, gh, gc, gx=None):
+        """The inputs' gradients from the pre-activations' ``gz_all: (R, 4H)`` and the initial state's ``gh, gc``;
+        ``gx: (R, I)``, the input sequence's, where the caller has it already (the fast loop makes it step by step)."""
         x, W_ih, _, _, h_prev_all, _, _, _ = self.saved
         need = self.needs_input_grad
+        if gx is None and need[0]:  # the input sequence: usually data, which needs none
+            gx = gz_all @ W_ih
         grads = [
-            gz_all @ W_ih if need[0] else None,  # the input sequence: usually data, which needs none
+            gx,
             gh,
             gc,
             gz_all.T @ x if need[3] else None,  # every step's weight gradient in one GEMM
             gz_all.T @ h_prev_all if need[4] else None,
         ]
         if self.bias:
-            gb = gz_all.sum(axis=0)
-            grads += [gb, gb]  # both biases get the same gradient
+            grads += self.bias_gradients(gz_all)
         return tuple(grads)
 
 
