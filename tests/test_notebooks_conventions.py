@@ -3,7 +3,8 @@
 Every notebook: a title and an "Open in Colab" badge for its own file, one setup cell that installs
 from the repository's URL (read from pyproject.toml), its own ``%timeit``, exercises between
 nbgrader's markers each followed by a check cell, no stored errors, no machine paths, outputs from the
-current library. Also checks ``tools/sync_repo_url.py``, which writes the URL into the README and the
+current library, and every figure a cell draws stored with it (executed under CI's ``MPLBACKEND=Agg`` too).
+Also checks ``tools/sync_repo_url.py``, which writes the URL into the README and the
 notebooks, and that ``tools/execute_lessons.py`` fingerprints the library alike on every supported Python.
 """
 
@@ -26,6 +27,7 @@ MACHINE_PATH = re.compile(r"(?<![\w.])/(work|tmp|root|home)\b")
 
 sync = load_tool("sync_repo_url")
 execute_lessons = load_tool("execute_lessons")
+lesson_figures = load_tool("lesson_figures")
 URL = sync.repository_url(ROOT / "pyproject.toml")
 
 
@@ -145,6 +147,40 @@ def test_stored_outputs_come_from_the_current_library(path):
         f"{path.name}: its stored outputs are older than the library ({', '.join(stale)}); "
         f"re-execute it in full mode, on Python 3.12+: python tools/execute_lessons.py {path.name[:2]}"
     )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_cell_that_draws_stores_its_figures(path):
+    missing = lesson_figures.missing_figures(json.loads(path.read_text(encoding="utf-8")))
+    assert not missing, (f"{lesson_figures.describe_missing(path.name, missing)}; re-execute it on Python 3.12+: "
+                         f"python tools/execute_lessons.py {path.name[:2]}")
+
+
+def test_a_cell_draws_one_figure_per_plt_show_in_its_code():
+    drawn = lesson_figures.figures_drawn
+    assert drawn("t = %timeit -q -o f()\nplt.plot([1, 2])\nplt.show()") == 1
+    assert drawn("for k in range(3):\n    plt.show()\nplt.show()") == 2
+    assert drawn("ax.show()\nprint('plt.show()')") == 0
+
+
+def _drawing_notebook():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")]
+    return nb
+
+
+def test_a_lesson_kernel_stores_figures_under_agg(tmp_path, monkeypatch):
+    """CI exports MPLBACKEND=Agg, under which plt.show() stores nothing; execute_lessons' kernel stores the figure."""
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    plain, lesson = _drawing_notebook(), _drawing_notebook()
+    NotebookClient(plain, kernel_name="python3").execute(env=dict(os.environ))
+    NotebookClient(lesson, kernel_name="python3").execute(env=execute_lessons.kernel_environment("cpu", tmp_path))
+    assert lesson_figures.missing_figures(plain) == [(0, 1, 0)]
+    assert lesson_figures.missing_figures(lesson) == []
 
 
 OPS = '''\

@@ -32,6 +32,11 @@ Executing needs Python 3.12+: ``sys.monitoring`` calls back once per code object
 timings the lessons store as they are, where Python 3.11's profile hook ran a small training loop 2.4 times
 slower. ``--check`` runs on every supported Python. The full mode is what a learner gets: ``DLSCRATCH_QUICK``
 is removed from the kernel's environment.
+
+A learner reads the stored figures too, so the kernel draws with matplotlib's inline backend whatever
+``MPLBACKEND`` says here (CI exports ``Agg``, under which ``plt.show()`` stores nothing), and a run in which
+a cell that draws stored fewer figures than it draws is refused, the notebook left as it was
+(``tools/lesson_figures.py``).
 """
 
 import argparse
@@ -48,6 +53,9 @@ import tokenize
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lesson_figures import INLINE_BACKEND, describe_missing, missing_figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -312,11 +320,11 @@ def stale_functions(notebook, root=ROOT):
 
 def kernel_environment(device, trace, root=ROOT):
     """The environment of a lesson's kernel, which its children inherit: this one in full mode on ``device``,
-    importing ``root``'s library (whatever copy pip installed elsewhere), recording into the folder ``trace``
-    the code of it that runs."""
+    drawing with the inline backend (so that figures are stored), importing ``root``'s library (whatever copy
+    pip installed elsewhere), recording into the folder ``trace`` the code of it that runs."""
     environment = {name: value for name, value in os.environ.items() if name != "DLSCRATCH_QUICK"}
     paths = [str(TRACER), str(root), *filter(None, [os.environ.get("PYTHONPATH")])]
-    environment.update(DLSCRATCH_DEVICE=device, PYTHONPATH=os.pathsep.join(paths),
+    environment.update(DLSCRATCH_DEVICE=device, MPLBACKEND=INLINE_BACKEND, PYTHONPATH=os.pathsep.join(paths),
                        DLSCRATCH_TRACE_DIR=str(trace), DLSCRATCH_TRACE_LIBRARY=str(root / "dlscratch"))
     return environment
 
@@ -333,7 +341,8 @@ def read_trace(trace):
 
 
 def execute(path, device, timeout):
-    """Execute one lesson in full mode from a fresh kernel and store the fingerprints of the library code it ran."""
+    """Execute one lesson in full mode from a fresh kernel and store the fingerprints of the library code it ran;
+    refuse to store a run whose cells that draw stored fewer figures than they draw."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -346,6 +355,9 @@ def execute(path, device, timeout):
     if "dlscratch" not in record:
         raise SystemExit(f"execute_lessons: {path.name} ran no code of {ROOT / 'dlscratch'}: "
                          "its kernel imported dlscratch from another copy")
+    missing = missing_figures(nb)
+    if missing:
+        raise SystemExit(f"execute_lessons: {describe_missing(path.name, missing)}; {path.name} left as it was")
     nb.metadata["dlscratch"] = {"library": record}
     nbformat.write(nb, path)
 
