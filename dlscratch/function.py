@@ -12,10 +12,18 @@ and may say more about itself for the layers:
 ``needs_input_grad`` (the core's) says which inputs want a gradient, so a backward can skip the others (a
 first layer's input is data).
 
-Each extension point below calls its layers in a few plain lines: ``prepare`` runs for every operation, so
-it loops and stops early rather than using ``any()`` and generator expressions, and the dtype rule runs only
-when the inputs' dtypes differ (``python -m dlscratch.bench autograd`` measures the cost per operation). On
-the fast path, ``fast/one_frame.py`` runs the usual operation's steps and these checks in one frame instead.
+Calling an instance runs ``Function.__call__`` below, which picks one of two routes, in code a reader sees:
+
+- the core's ``__call__``, through the extension points (``prepare``, ``failed``, ``output``, ``link``; in the
+  walk back, ``run_backward``) filled in below with the layers: on the reference path, and for every class that
+  overrides one of them, so that a user's override runs on both paths;
+- on the fast path, for a class that keeps them, ``one_frame.record`` (``dlscratch/one_frame.py``): the same
+  steps and checks in one Python frame, for the usual two-operand case, and the core's ``__call__`` otherwise.
+
+Each extension point calls its layers in a few plain lines: ``prepare`` runs for every operation on the
+reference path, so it loops and stops early rather than using ``any()`` and generator expressions, and the dtype
+rule runs only when the inputs' dtypes differ (``python -m dlscratch.bench autograd`` measures the cost per
+operation).
 """
 
 import operator
@@ -24,8 +32,13 @@ from . import backend
 from .core import function as core
 from .layers import constants, devices, dtypes, errors, fresh_grads, versions
 from .layers.versions import latest_write
+from .paths import _state as _path
 
 _data = operator.attrgetter("_data")  # the array, without the ``data`` property's call
+
+#: The methods a subclass may override to change how a call is recorded or walked back; a class that overrides
+#: one of them takes the core's route, which calls each, on both paths.
+EXTENSION_POINTS = ("prepare", "failed", "output", "link", "run_backward")
 
 
 class Function(core.Function):
@@ -38,10 +51,20 @@ class Function(core.Function):
     integer_inputs = ()  # positions of inputs that must stay integers (labels): see layers/dtypes.py
 
     checks_gradient_shapes = True  # set per subclass (layers/errors.py)
+    keeps_stock_extension_points = True  # set per subclass: it overrides none of EXTENSION_POINTS
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls.checks_gradient_shapes = errors.checks_gradient_shapes(cls)
+        cls.keeps_stock_extension_points = all(getattr(cls, name) is getattr(Function, name)
+                                               for name in EXTENSION_POINTS)
+
+    def __call__(self, *inputs):
+        """Run ``forward`` on ``inputs`` (tensors or numbers) and record it: on the fast path, in one frame
+        when the class keeps the extension points below; otherwise through them (see the module docstring)."""
+        if _path.fast and self.keeps_stock_extension_points:
+            return one_frame.record(self, inputs)
+        return core.Function.__call__(self, *inputs)
 
     @property
     def name(self):
@@ -102,4 +125,5 @@ class Function(core.Function):
         return f"<{type(self).__name__}>"
 
 
+from . import one_frame  # noqa: E402  (it records with Tensor)
 from .tensor import Tensor  # noqa: E402  (tensor.py's operators import the functions, which need Function)

@@ -14,6 +14,10 @@ the reference path runs everything on the reference implementations:
 A reference module marks its public entry points with ``@dispatch``; a fast module registers its
 version with ``@fast_version_of(reference_function)``. Reference modules never import from
 ``dlscratch.fast`` (a test checks it), so reading ``functions/`` never leads into the tricks.
+
+The engine's own fast path is no operation's fast version and has no entry here: recording an operation and
+walking back in one frame each (``dlscratch/one_frame.py``). The switch picks it where a reader looks, in
+``Function.__call__`` (``dlscratch/function.py``) and ``dlscratch.autograd.backward``.
 """
 
 import contextlib

@@ -18,7 +18,7 @@ makes; it shares the array's memory when the dtype and device allow (as ``dlscra
 
 import numpy
 
-from . import autograd, backend, inplace
+from . import backend, inplace
 from .core import tensor as core
 from .layers import deferred_checks, seeds
 from .layers.constants import NUMERIC_KINDS, PYTHON_SCALARS
@@ -303,12 +303,13 @@ class Tensor(core.Tensor):
         ``register_post_accumulate_grad_hook``.
 
         ``copy=False`` lets the first gradient be kept as it is, when the caller knows that nothing
-        else holds ``g``; otherwise ``.grad`` never shares ``g``'s memory.
+        else holds ``g``; otherwise ``.grad`` never shares ``g``'s memory. Later gradients are added into
+        the ``.grad`` array in place, as PyTorch does: what holds it, or a view of it, sees the sum.
         """
         if self._grad is None:
             self._grad = Tensor._make(g.astype(self._data.dtype, copy=copy), False)
         else:
-            self._grad = Tensor._make((self._grad._data + g).astype(self._data.dtype, copy=False), False)
+            self._grad._data += g
         if self._grad_hooks:
             for hook in list(self._grad_hooks.values()):
                 hook(self)
@@ -326,9 +327,13 @@ class Tensor(core.Tensor):
             self._grad_hooks = {}
         return _HookHandle(self._grad_hooks, hook)
 
-    def zero_grad(self):
-        """Forget the accumulated gradient (sets ``.grad`` to None, as PyTorch does)."""
-        self.grad = None
+    def zero_grad(self, set_to_none=True):
+        """Forget the accumulated gradient: set ``.grad`` to None (PyTorch's default), or with ``set_to_none=False``
+        fill its array with zeros in place, so that what holds it sees the zeros."""
+        if set_to_none or self._grad is None:
+            self._grad = None
+        else:
+            self._grad._data.fill(0)
 
     def detach(self):
         """The same data (and version counter), cut from the graph."""
@@ -577,5 +582,6 @@ def _torch_or_numpy(torch_value, numpy_value):
     return torch_value if numpy_value is None else numpy_value
 
 
+from . import autograd  # noqa: E402  (its walk in one frame makes tensors: it needs Tensor defined first)
 from . import functions as _fn  # noqa: E402  (the functions need Tensor defined first)
 from .functions import arithmetic as _arith  # noqa: E402

@@ -1,8 +1,10 @@
 """Dependency rules, checked on the source: only ``dlscratch/backend.py`` imports CuPy, the backend imports nothing
-from the rest of dlscratch, the stand-in (``strict_cupy/``) nothing but NumPy and the ledger, and no two modules
-import each other outside the engine."""
+from the rest of dlscratch, the stand-in (``strict_cupy/``) nothing but NumPy and the ledger, no two modules
+import each other outside the engine, and no module sets an attribute of a class from another module at import."""
 
 import ast
+import importlib
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -139,7 +141,8 @@ def cycles(graph):
 
 
 ENGINE = {"dlscratch.tensor", "dlscratch.function", "dlscratch.functions.arithmetic", "dlscratch.functions.broadcast",
-          "dlscratch.inplace", "dlscratch.core.tensor", "dlscratch.core.function", "dlscratch.core.arithmetic"}
+          "dlscratch.inplace", "dlscratch.core.tensor", "dlscratch.core.function", "dlscratch.core.arithmetic",
+          "dlscratch.one_frame", "dlscratch.autograd"}  # the engine's fast path makes tensors; the walk uses it
 
 
 def test_no_import_circle_outside_the_engine():
@@ -192,3 +195,75 @@ def test_the_later_lesson_scan_sees_every_form(tmp_path):
     assert _imports_of(source, "dlscratch.amp", tmp_path) == ["line 1: dlscratch.amp.autocast", "line 2: dlscratch.amp"]
     assert _imports_of(source, "dlscratch.functions.winograd", tmp_path) == ["line 3: dlscratch.functions.winograd"]
     assert _imports_of(source, "dlscratch.functions.fft_conv", tmp_path) == ["line 4: dlscratch.functions.fft_conv"]
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_time_statements(tree):
+    """The nodes of a module that run when it is imported: everything but the bodies of functions and classes
+    (a class body sets its own class's attributes)."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def foreign_class_attribute_writes(source, namespace, name):
+    """``line: code`` of each import-time assignment, deletion or ``setattr`` in ``source`` (the module ``name``,
+    whose globals are ``namespace``) whose target is an attribute of a class defined in another module."""
+
+    def foreign_class(expression):
+        try:
+            target = eval(compile(ast.Expression(expression), name, "eval"), dict(namespace))  # names, dots only
+        except Exception:
+            return False
+        return isinstance(target, type) and target.__module__ != name
+
+    found = []
+    for node in import_time_statements(ast.parse(source)):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            objects = [t.value for t in targets if isinstance(t, ast.Attribute)]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr")
+              and node.args):
+            objects = [node.args[0]]
+        else:
+            continue
+        plain = [o for o in objects if all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(o))]
+        if any(foreign_class(o) for o in plain):
+            found.append((node.lineno, ast.unparse(node)))
+    return [f"line {line}: {code}" for line, code in sorted(found)]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_no_module_sets_an_attribute_of_another_modules_class_at_import(path):
+    """A class's methods and attributes are those its own module gives it: a reader of ``Function`` sees what
+    ``Function.__call__`` runs. (Tests and lessons may patch; the library does not.)"""
+    name = module_name(path)
+    assert not foreign_class_attribute_writes(path.read_text(), vars(importlib.import_module(name)), name)
+
+
+def test_the_class_attribute_scan_finds_a_planted_write():
+    import dlscratch.function as function_module
+
+    source = textwrap.dedent("""
+        from dlscratch.function import Function
+        from dlscratch import function
+        Function.__call__ = print
+        if True:
+            function.Function.name = "planted"
+        setattr(Function, "prepare", print)
+        del Function.link
+        Local.attribute = 1
+        def later():
+            Function.failed = None
+    """)
+    local = type("Local", (), {"__module__": "dlscratch.planted"})  # a class of the module itself
+    namespace = {"Function": function_module.Function, "function": function_module, "Local": local}
+    found = foreign_class_attribute_writes(source, namespace, "dlscratch.planted")
+    assert [line.split(":")[0] for line in found] == ["line 4", "line 6", "line 7", "line 8"]

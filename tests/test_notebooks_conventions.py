@@ -1,4 +1,4 @@
-"""Static checks of the lesson notebooks against the guide's conventions (nothing is executed).
+"""Checks of the lesson notebooks against the guide's conventions (static, but for one small kernel run).
 
 Every notebook: a title and an "Open in Colab" badge for its own file, one setup cell that installs
 from the repository's URL (read from pyproject.toml), its own ``%timeit``, exercises between

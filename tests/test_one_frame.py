@@ -1,14 +1,14 @@
-"""The fast path's one-frame call and walk (``dlscratch/fast/one_frame.py``) against the core's, which the
-reference path runs through the layers: the same tensors, gradients and errors, and the one frame taken in the
-usual case."""
+"""The engine's one-frame recording and walk (``dlscratch/one_frame.py``) against the core's, which the reference
+path runs through the layers: the same tensors, gradients and errors, the one frame taken in the usual case and
+chosen where a reader looks (``Function.__call__``, ``autograd.backward``), and a user's extension points called on
+both paths."""
 
 import numpy as np
 import pytest
 
 import dlscratch
-from dlscratch import Function, Tensor, paths
+from dlscratch import Function, Tensor, autograd, one_frame, paths
 from dlscratch.core import backprop
-from dlscratch.fast import one_frame
 
 
 def on_both_paths(compute):
@@ -72,15 +72,19 @@ def test_both_paths_give_the_same_values_dtypes_and_gradients(name):
 
 
 def test_the_usual_operation_takes_the_one_frame_and_the_reference_path_the_extension_points(monkeypatch):
-    assert dlscratch.Function.__call__ is one_frame.call
+    assert vars(Function)["__call__"].__module__ == "dlscratch.function"  # the choice is the class's own method
     calls = []
     for name in ("prepare", "output", "link", "run_backward"):
         real = getattr(dlscratch.Function, name)
         monkeypatch.setattr(dlscratch.Function, name, lambda *a, real=real, name=name: calls.append(name) or real(*a))
+    for name in ("record", "backward"):
+        real = getattr(one_frame, name)
+        monkeypatch.setattr(one_frame, name, lambda *a, real=real, name=name: calls.append(name) or real(*a))
     x, w = leaves()
     with paths.fast():
         (x * w * 2.0).sum().backward()
-    assert calls == ["prepare", "output", "link"]  # only the sum, a one-input operation, takes the core's call
+    # only the sum, a one-input operation, goes on from the one frame to the core's call
+    assert calls == ["record", "record", "record", "prepare", "output", "link", "backward"]
     calls.clear()
     with dlscratch.reference():
         (x * w * 2.0).sum().backward()
@@ -200,19 +204,95 @@ def test_retain_grad_hooks_and_fresh_gradients_on_both_paths():
     assert fast[3] == reference[3] == [(2, 4)]
 
 
-def test_without_the_one_frame_walk_the_core_walk_runs(monkeypatch):
+def test_the_walk_is_chosen_by_the_path_in_autograd_backward(monkeypatch):
     taken = []
     monkeypatch.setattr(backprop, "_take_grads", lambda *a, real=backprop._take_grads: taken.append(1) or real(*a))
     x, w = leaves()
     with paths.fast():
         (x * w).sum().backward()
     assert taken == []  # every function has one output: the one-frame walk takes its gradient inline
-    with paths.without(backprop.backward):
+    with dlscratch.reference():
         (x * w).sum().backward()
     assert len(taken) == 2
+    walks = []
+    monkeypatch.setattr(backprop, "backward", lambda *a: walks.append("core"))
+    monkeypatch.setattr(one_frame, "backward", lambda *a: walks.append("one frame"))
+    for path in (paths.fast, dlscratch.reference):
+        with path():
+            autograd.backward(x * w, np.ones((3, 4), dtype=np.float32))
+    assert walks == ["one frame", "core"]
 
 
 def test_parameters_and_subclasses_of_tensor_take_the_one_frame():
     p = dlscratch.nn.Parameter(dlscratch.ones(3))
     y = p * dlscratch.ones(3)
     assert type(y) is Tensor and y.requires_grad and y.creator.inputs[0] is p
+
+
+class Audited(Function):
+    """A user's function that overrides every extension point, counting the calls of each (the library's
+    ``Function``'s named, so that one method can be lent to another class)."""
+
+    calls = []
+
+    def forward(self, x, w):
+        return x * w
+
+    def backward(self, gy):
+        return gy * self.inputs[1].data, None
+
+    def prepare(self, inputs):
+        self.calls.append("prepare")
+        return Function.prepare(self, inputs)
+
+    def failed(self, error, inputs):
+        self.calls.append("failed")
+        return Function.failed(self, error, inputs)
+
+    def output(self, y, record, inputs):
+        self.calls.append("output")
+        return Function.output(self, y, record, inputs)
+
+    def link(self, inputs, outputs):
+        self.calls.append("link")
+        return Function.link(self, inputs, outputs)
+
+    def run_backward(self, gys):
+        self.calls.append(f"run_backward {type(gys).__name__}")
+        return Function.run_backward(self, gys)
+
+
+@pytest.mark.parametrize("point", ["prepare", "failed", "output", "link", "run_backward"])
+def test_a_users_extension_point_is_called_on_both_paths(point):
+    only = type(f"Only_{point}", (Function,), {"forward": Audited.forward, "backward": Audited.backward,
+                                               point: getattr(Audited, point), "calls": []})
+    assert not only.keeps_stock_extension_points and dlscratch.functions.arithmetic.Mul.keeps_stock_extension_points
+
+    def compute():
+        only.calls.clear()
+        x, w = leaves()
+        only()(x, w).sum().backward()
+        if point == "failed":
+            with pytest.raises(ValueError):
+                only()(x, dlscratch.ones(3))
+        return list(only.calls), x.grad.data
+
+    fast, reference = on_both_paths(compute)
+    assert fast[0] == reference[0] and len(fast[0]) == 1, (fast[0], reference[0])
+    np.testing.assert_array_equal(fast[1], reference[1])
+
+
+def test_a_subclass_of_a_users_function_with_extension_points_keeps_them():
+    class Child(Audited):
+        calls = []
+
+    assert not Child.keeps_stock_extension_points
+
+    def compute():
+        Child.calls.clear()
+        x, w = leaves()
+        Child()(x, w).sum().backward()
+        return list(Child.calls)
+
+    fast, reference = on_both_paths(compute)
+    assert fast == reference == ["prepare", "output", "link", "run_backward list"]

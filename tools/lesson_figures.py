@@ -9,12 +9,18 @@ non-interactive backend such as ``Agg`` (which CI exports) ``plt.show()`` draws 
 The rule: a code cell draws when it calls ``plt.show()`` (the guide ends every plotting cell with it); it
 draws at least one figure per ``plt.show()`` in its code (a call inside a loop or a function counts once),
 and must store at least that many PNG images.
+
+    python tools/lesson_figures.py          # the lessons whose drawing cells stored too few figures
+    python tools/lesson_figures.py 05 11    # the lessons whose file names start with these
 """
 
+import argparse
 import ast
+import json
+import sys
+from pathlib import Path
 
-from IPython.core.inputtransformer2 import TransformerManager
-
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
@@ -27,6 +33,8 @@ def cell_source(cell):
 def figures_drawn(source):
     """How many figures a code cell draws at the least: its ``plt.show()`` calls. IPython's syntax
     (``%timeit``, ``!pip``) is turned into Python first, as the kernel does."""
+    from IPython.core.inputtransformer2 import TransformerManager  # imported here: --help answers at once
+
     tree = ast.parse(TransformerManager().transform_cell(source))
     return sum(1 for node in ast.walk(tree)
                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "show"
@@ -55,3 +63,22 @@ def describe_missing(name, missing):
     """One line naming the cells of lesson ``name`` that stored too few figures."""
     cells = ", ".join(f"cell {index} draws {drawn}, stored {stored}" for index, drawn, stored in missing)
     return f"{name}: cells that draw stored too few figures ({cells})"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="List the lessons whose cells that draw stored too few figures "
+                                                 "(exit 1 when there is one).")
+    parser.add_argument("lessons", nargs="*", help="file-name prefixes of the lessons to check (default: all)")
+    args = parser.parse_args(argv)
+    paths = [p for p in sorted(NOTEBOOKS.glob("*.ipynb")) if not args.lessons or p.name.startswith(tuple(args.lessons))]
+    missing = {p.name: missing_figures(json.loads(p.read_text(encoding="utf-8"))) for p in paths}
+    for name, cells in missing.items():
+        if cells:
+            print(describe_missing(name, cells))
+    if not any(missing.values()):
+        print(f"every cell that draws stored its figures ({len(paths)} lessons)")
+    return 1 if any(missing.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,7 +10,7 @@ repeating) on float32 arrays runs six ways:
 - dlscratch forward and ``backward()``;
 - the same on the reference path (``dlscratch.reference()``): add, mul and tanh have no fast
   version of their own, but the fast path records the binary ones and walks back in one frame
-  each (``fast/one_frame.py``), so the reference/fast ratio printed below the table is what
+  each (``dlscratch/one_frame.py``), so the reference/fast ratio printed below the table is what
   that saves, the switch's own cost, and noise.
 
 Both sides run the same loop, so on small arrays, where arithmetic is nearly free, the

@@ -7,7 +7,9 @@ to the function (``link``). It holds its inputs strongly and its outputs by weak
 graph is freed as soon as the last tensor of it goes.
 
 The library's layers (``dlscratch/layers/``) attach at the *extension points* below: each does the plain
-thing here and more in the library; its fast path runs the same steps in one frame (``fast/one_frame.py``).
+thing here and more in the library. The library's ``Function.__call__`` (``dlscratch/function.py``) runs this
+``__call__`` on the reference path and for a class that overrides an extension point; otherwise, on the fast
+path, the same steps in one frame (``dlscratch/one_frame.py``).
 """
 
 import itertools

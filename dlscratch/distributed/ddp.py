@@ -15,14 +15,12 @@ megabytes, in reverse order (the order in which backward reaches them). A hook o
 into one flat array and a non-blocking all-reduce (MPI's ``Iallreduce``, or NCCL on GPUs) starts, while
 backward goes on with the layers below. When backward has reached every leaf (``autograd.queue_callback``)
 the remaining buckets are sent, every reduction is waited for, and the means are written back into the
-gradients. Where a bucket's gradients are already side by side in one buffer (the fast path's flat storage
-on a GPU, once the optimizer has stepped), that range of the buffer is reduced in place: no packing, no
-writing back. A smaller bucket starts sending sooner but pays MPI's latency more often: lesson 11 measures it.
+gradients. A smaller bucket starts sending sooner but pays MPI's latency more often: lesson 11 measures it.
 """
 
 import contextlib
 
-from .. import autograd, backend, paths
+from .. import autograd, backend
 from ..grad_mode import no_grad
 from ..nn.module import Module
 from ..tensor import Tensor
@@ -104,34 +102,24 @@ class _Pass:
         return any(request[0] is bucket for request in self.requests)
 
     def send(self, bucket):
-        """Pack the bucket's gradients (zeros for a parameter that got none), unless they are already one array,
-        and start their all-reduce."""
+        """Pack the bucket's gradients (zeros for a parameter that got none) and start their all-reduce."""
         xp = backend.get_array_module(bucket[0].data)
-        flat = paths.pick(bucket_gradients)(bucket)
-        in_place = flat is not None
-        if not in_place:
-            flat = xp.concatenate([(p.grad.data if p.grad is not None else xp.zeros_like(p.data)).reshape(-1)
-                                   for p in bucket])
+        flat = xp.concatenate([(p.grad.data if p.grad is not None else xp.zeros_like(p.data)).reshape(-1)
+                               for p in bucket])
         if backend.is_gpu_array(flat) and nccl.usable():
             nccl.all_reduce(flat, "sum")  # queued on the stream: nothing to wait for on the host
-            self.requests.append((bucket, flat, None, None, in_place))
+            self.requests.append((bucket, flat, None, None))
             return
         host, number = backend.to_cpu(flat), start_collective()
         request = communicator().Iallreduce(mpi().IN_PLACE, host, op=mpi().SUM)
-        self.requests.append((bucket, flat, host, (request, number), in_place))
+        self.requests.append((bucket, flat, host, (request, number)))
 
     def wait_and_write(self):
         world = get_world_size()
-        for bucket, flat, host, pending, in_place in self.requests:
+        for bucket, flat, host, pending in self.requests:
             if pending is not None:
                 request, number = pending
                 watched(number, REDUCTION, request.Wait)
-            if in_place:  # the gradients are views of ``flat``: the means written there are theirs
-                if host is None:
-                    flat /= world
-                else:
-                    flat[...] = host / world
-                continue
             mean = (host if host is not None else flat) / world
             if backend.is_gpu_array(flat) and host is not None:
                 mean = backend.get_array_module(flat).asarray(mean)
@@ -143,13 +131,6 @@ class _Pass:
                     p.grad = Tensor(part.astype(p.dtype))
                 else:
                     p.grad.data[...] = part
-
-
-def bucket_gradients(bucket):
-    """The gradients of ``bucket`` (its parameters) as one 1-D array that they are views of, so that the all-reduce
-    needs no packing; None when they are separate arrays, as they are here (on a GPU the fast path keeps them in
-    flat storage, ``fast/flat.py``, where a bucket can be a range of one buffer)."""
-    return None
 
 
 def _buckets(params, capacity):

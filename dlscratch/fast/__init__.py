@@ -21,19 +21,17 @@ The tricks, and where each lives:
 - ``elementwise.py``: ReLU's backward on the GPU in one kernel; ``bias_relu.py``: a Linear's or Conv2d's bias
   and the ReLU after it in one kernel, found by ``Sequential``.
 - ``loss.py``: cross-entropy on the GPU in two kernels and a sum, its label check without a host wait.
-- ``optim.py``: parameter updates without temporaries (``out=``); ``flat.py`` and ``flat_step.py``: on the
-  GPU the parameters, gradients and state in flat buffers, one fused kernel per step (``optim_kernels.py``).
+- ``optim.py``: parameter updates without temporaries (``out=``), on the CPU in cache-sized blocks, on the GPU
+  one fused kernel per parameter (``optim_kernels.py``), always in place in the parameter's own arrays.
 - ``matmul.py``: outer products (weight gradients at batch size 1) as padded GEMMs.
 - ``lstm.py``: the LSTM's point-wise half as one fused CUDA kernel (``lstm_kernels.py``);
   ``lstm_layer.py``: a layer's time loop on the GPU without copies or memsets, two launches per step.
 - ``tuning.py``: every machine-tuned size above, with the measurement behind it.
 
-- ``one_frame.py``: the engine's own: recording an operation and the walk back, each in one Python frame
-  rather than a call per extension point of the core.
-
-Two speed-ups are not here, because they are not implementations of one operation: keeping freed
-memory in the process (``dlscratch/memory.py``, switched on explicitly) and a leaf keeping a new gradient
-without a copy (``layers/fresh_grads.py``).
+Three speed-ups are not here, because they are not implementations of one operation: the engine recording an
+operation and walking back in one Python frame each (``dlscratch/one_frame.py``, chosen in ``Function.__call__``
+and ``autograd.backward``), keeping freed memory in the process (``dlscratch/memory.py``, switched on
+explicitly) and a leaf keeping a new gradient without a copy (``layers/fresh_grads.py``).
 """
 
 from . import (  # noqa: E402,F401  (importing registers the fast versions)
@@ -41,13 +39,11 @@ from . import (  # noqa: E402,F401  (importing registers the fast versions)
     conv,
     dropout,
     elementwise,
-    flat_step,
     im2col,
     loss,
     lstm,
     lstm_layer,
     matmul,
-    one_frame,
     optim,
     pooling,
 )

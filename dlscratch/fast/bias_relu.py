@@ -14,9 +14,12 @@ repr and ``state_dict`` keys. Only how ``forward`` groups the arithmetic changes
 path's ``Sequential`` is the plain loop (``nn/container.py``), and so is this one on the CPU, where there are no
 launches to save and the fast convolution already adds its bias inside the GEMM.
 
-A pair fuses only when fusing changes nothing else: a ``Linear`` or ``Conv2d`` (or a subclass that keeps its
-``forward``) with a bias, right before a ``ReLU``, neither with a forward pre-hook (pruning's recomputes the weight;
-a hook may look at or replace the input). Nothing is stored: a module used elsewhere, or twice, is unaffected.
+A pair fuses only when fusing changes nothing a program can observe: exactly a ``Linear`` or ``Conv2d`` with a bias
+(no subclass: one may override ``forward`` or ``__call__``), right before exactly a ``ReLU``; neither with a hook of
+any kind (pruning's pre-hook recomputes the weight; a hook may look at or replace the input) nor a ``forward`` or
+``__call__`` set on the instance; the input, weight and bias of one floating dtype (mixed dtypes follow the dtype
+rule unfused). Otherwise the two run one after the other, as on the reference path. Nothing is stored: a module
+used elsewhere, or twice, is unaffected.
 
 **Two nodes.** The product goes through the public ``linear`` / ``conv2d`` without the bias, so autocast's casts
 and the convolution's algorithms apply as before; ``BiasReLU(y, b)`` follows: the model's ReLU with the bias as
@@ -43,7 +46,6 @@ from ..nn.linear import Linear
 from ..paths import fast_version_of
 from ..tensor import data_of
 from .elementwise import KernelReLU
-from .flat import sum_into_slot
 from .layout import is_batch_last, new_array
 
 # ``v < 0 ? 0 : v`` keeps a NaN, as the reference's maximum does; both branches T (float16 and float would be
@@ -79,17 +81,16 @@ class BiasReLU(KernelReLU):
 
     def backward(self, gy):
         g = super().backward(gy)
-        return g, summed_but(g, self.axis, self.inputs[1])
+        return g, summed_but(g, self.axis)
 
 
-def summed_but(g, axis, bias):
-    """``g`` summed over every axis but ``axis``: one reduction over rows of contiguous memory, written into the
-    ``bias``'s gradient slot where it offers one (``flat.py``)."""
+def summed_but(g, axis):
+    """``g`` summed over every axis but ``axis``: one reduction over rows of contiguous memory."""
     if axis == g.ndim - 1:  # a Linear's (*, O)
-        return sum_into_slot(bias, g.reshape(-1, g.shape[-1]), axis=0)
+        return g.reshape(-1, g.shape[-1]).sum(axis=0)
     if is_batch_last(g):  # a convolution's (N, O, Ho, Wo), stored (O, Ho, Wo, N)
-        return sum_into_slot(bias, g.transpose(1, 2, 3, 0).reshape(g.shape[1], -1), axis=1)
-    return sum_into_slot(bias, g, axis=tuple(a for a in range(g.ndim) if a != axis))
+        return g.transpose(1, 2, 3, 0).reshape(g.shape[1], -1).sum(axis=1)
+    return g.sum(axis=tuple(a for a in range(g.ndim) if a != axis))
 
 
 @casts_to_low_precision  # the bias, an argument of the unfused product, is cast under autocast as it was there
@@ -106,17 +107,37 @@ def _conv2d_relu(layer, x):
     return bias_relu(y, layer.bias, 1)
 
 
-_FUSED = {Linear.forward: _linear_relu, Conv2d.forward: _conv2d_relu}  # the product's forward -> the fused pair
+_FUSED = {Linear: _linear_relu, Conv2d: _conv2d_relu}  # the product's class, exactly -> the fused pair
 
 
 def fused_pair(module, after, x):
     """What computes ``after(module(x))`` with one kernel for the bias and the ReLU, or None (see above)."""
-    fused = _FUSED.get(getattr(type(module), "forward", None))
-    if (fused is None or getattr(type(after), "forward", None) is not ReLU.forward or module.bias is None
-            or module._forward_pre_hooks or after._forward_pre_hooks
+    fused = _FUSED.get(type(module))
+    if (fused is None or type(after) is not ReLU or module.bias is None
+            or not (runs_as_its_class(module) and runs_as_its_class(after))
+            or not _one_float_dtype(data_of(x), data_of(module.weight), data_of(module.bias))
             or not (backend.is_gpu_array(data_of(x)) and backend.has_kernels())):
         return None
     return fused
+
+
+def runs_as_its_class(module):
+    """True when calling ``module`` runs its class's ``forward`` and nothing else: no hook of any kind (every
+    ``*_hooks`` table of the instance is empty), no ``forward`` or ``__call__`` set on the instance."""
+    attributes = vars(module)
+    if "forward" in attributes or "__call__" in attributes:
+        return False
+    for name, value in attributes.items():
+        if name.endswith("_hooks") and len(value):
+            return False
+    return True
+
+
+def _one_float_dtype(x, weight, bias):
+    """The input, weight and bias share one floating dtype: the kernel's ``T y, T b`` then gets the dtype the
+    unfused product and addition give (autocast casts all three alike). Mixed dtypes run unfused, by the dtype
+    rule."""
+    return x.dtype == weight.dtype == bias.dtype and x.dtype.kind == "f"
 
 
 @fast_version_of(reference_apply_in_turn)

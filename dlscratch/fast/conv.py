@@ -40,7 +40,6 @@ from ..functions.conv_checks import check_conv2d
 from ..paths import fast_version_of
 from ..tensor import data_of
 from . import tuning
-from .flat import matmul_into_slot, sum_into_slot
 from .im2col import COL2IM, IM2COL, resolve_method
 from .layout import is_batch_last, to_batch_last, unpad_batch_last
 from .matmul import gemm
@@ -90,13 +89,10 @@ class Conv2dFunction(Function):
         has_bias = len(self.inputs) == 3
         gw = gb = None
         if self.needs_input_grad[1] or (has_bias and self.needs_input_grad[2]):
-            # on a GPU into the weight's and the bias's gradient slots, where they offer them (flat.py)
-            gw = None if self.bias_row else matmul_into_slot(self.inputs[1], gy, self.cols.T)
-            if gw is None:
-                g_matrix = weight_gradient(gy, self.cols)  # (O, C*kh*kw [+ 1 for the bias])
-                gw = g_matrix[:, : weight.shape[1]].reshape(self.weight.shape)
+            g_matrix = weight_gradient(gy, self.cols)  # (O, C*kh*kw [+ 1 for the bias])
+            gw = g_matrix[:, : weight.shape[1]].reshape(self.weight.shape)
             if has_bias:
-                gb = g_matrix[:, -1].copy() if self.bias_row else sum_into_slot(self.inputs[2], gy, axis=1)
+                gb = g_matrix[:, -1].copy() if self.bias_row else gy.sum(axis=1)
         return (gx, gw, gb) if has_bias else (gx, gw)
 
     def input_gradient(self, weight, gy):

@@ -23,7 +23,6 @@ from ..functions.matmul import linear as reference_linear
 from ..functions.matmul import matmul as reference_matmul
 from ..paths import fast_version_of
 from . import tuning
-from .flat import matmul_into_slot, sum_into_slot
 
 
 def gemm(a, b):
@@ -63,14 +62,7 @@ class FastMatMul(MatMul):
 
 class FastLinear(Linear):
     product = staticmethod(gemm)
-
-    def weight_product(self, gy_t, x):
-        """``gy.T @ x``, written into the weight's gradient slot where it offers one (``flat.py``)."""
-        into_slot = matmul_into_slot(self.inputs[1], gy_t, x)
-        return outer_or_matmul(gy_t, x) if into_slot is None else into_slot
-
-    def bias_gradient(self, gy):
-        return sum_into_slot(self.inputs[2], gy, axis=0)
+    weight_product = staticmethod(outer_or_matmul)
 
 
 @fast_version_of(reference_matmul)

@@ -22,10 +22,16 @@ arrays would read them all from memory again. The rule runs instead on ``BLOCK_B
 time, and the arrays of a block stay in the cache from its first operation to its last. The work
 arrays are a block's size, kept per optimizer and parameter shape.
 
-On a GPU (``backend.has_kernels()``, the strict stand-in included) a stock optimizer whose parameters are
-all there steps instead with one fused CUDA kernel over their flat storage (``flat_step.py``): the same
-arithmetic, where the array expressions below and the subtraction take five (SGD) to twelve (Adam)
-launches per parameter.
+On a GPU (``backend.has_kernels()``, the strict stand-in included) each rule is instead one fused CUDA
+kernel per parameter (``optim_kernels.py``), in place on the parameter's own arrays: the same arithmetic,
+where the array expressions below and the subtraction take five (SGD) to twelve (Adam) launches per
+parameter. One launch for all the parameters, as PyTorch's fused optimizers make over a table of pointers,
+would need a raw kernel that the strict stand-in cannot run; moving the parameters into one buffer instead
+changed what a user's references to them see, so it is not done.
+
+When NumPy is told to raise on floating-point errors (``numpy.seterr``), a CPU step runs the reference rule,
+which computes every update before writing any: an update computed in place cannot be undone once its
+arithmetic overflows, and the step must leave nothing behind when it raises.
 
 Measured on a 2-core Intel Xeon (2 MB L2 per core, busy), NumPy 2.4, OpenBLAS and PyTorch 2.13 CPU, one
 thread each: ``step()`` on the parameters of an MLP 784-1000-10 (0.8M float32), median of six fresh
@@ -48,7 +54,9 @@ from .. import backend
 from ..optim.adadelta import AdaDelta
 from ..optim.adam import Adam
 from ..optim.sgd import SGD
+from ..optim.signals import float_errors_raise
 from ..paths import fast_version_of
+from . import optim_kernels
 
 BLOCK_BYTES = 1 << 18  # 256 KB of each array: the 5 to 7 arrays of a block fit in a 2 MB L2 cache
 
@@ -169,9 +177,25 @@ def first_state(state, names, like):
     return True
 
 
+def computes_in_place(p):
+    """True when the update of ``p`` (a ``Staged``) may be computed in place: on a GPU, or where NumPy's
+    floating-point errors do not raise (a raise midway would leave a step half written)."""
+    return optim_kernels.runs_on_kernels(p.data) or not float_errors_raise()
+
+
 @fast_version_of(SGD._update)
 def sgd_update(self, p, grad, state, group):
+    if not computes_in_place(p):
+        return SGD._update(self, p, grad, state, group)
     lr, momentum, weight_decay = float(group["lr"]), float(group["momentum"]), float(group["weight_decay"])
+    if optim_kernels.runs_on_kernels(p.data):
+        buf = state["momentum_buffer"] if momentum and "momentum_buffer" in state else None
+        first = bool(momentum) and buf is None
+        if first:
+            buf = state["momentum_buffer"] = backend.get_array_module(p.data).empty_like(p.data)
+        p.apply = functools.partial(optim_kernels.sgd, grad, p.data, buf, lr, momentum, float(group["dampening"]),
+                                    weight_decay, group["nesterov"], first)
+        return
     if not momentum:
         p.apply = in_blocks(self, sgd_block, [p.data, grad], 1, lr, weight_decay)
         return
@@ -182,18 +206,30 @@ def sgd_update(self, p, grad, state, group):
 
 @fast_version_of(Adam._update)
 def adam_update(self, p, grad, state, group):
+    if not computes_in_place(p):
+        return Adam._update(self, p, grad, state, group)
     beta1, beta2 = (float(b) for b in group["betas"])
     lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
     t = state.get("step", 0) + 1
     first = first_state(state, ["exp_avg", "exp_avg_sq"], p.data)
     state["step"] = t
+    if optim_kernels.runs_on_kernels(p.data):
+        p.apply = functools.partial(optim_kernels.adam, grad, p.data, state["exp_avg"], state["exp_avg_sq"], lr,
+                                    beta1, beta2, eps, weight_decay, t)
+        return
     p.apply = in_blocks(self, adam_block, [p.data, grad, state["exp_avg"], state["exp_avg_sq"]], 2, beta1, beta2,
                         eps, weight_decay, lr / (1 - beta1**t), math.sqrt(1 - beta2**t), first)
 
 
 @fast_version_of(AdaDelta._update)
 def adadelta_update(self, p, grad, state, group):
+    if not computes_in_place(p):
+        return AdaDelta._update(self, p, grad, state, group)
     lr, rho, eps, weight_decay = (float(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
     first = first_state(state, ["square_avg", "acc_delta"], p.data)
+    if optim_kernels.runs_on_kernels(p.data):
+        p.apply = functools.partial(optim_kernels.adadelta, grad, p.data, state["square_avg"], state["acc_delta"], lr,
+                                    rho, eps, weight_decay, first)
+        return
     p.apply = in_blocks(self, adadelta_block, [p.data, grad, state["square_avg"], state["acc_delta"]], 3, rho, eps,
                         weight_decay, lr, first)

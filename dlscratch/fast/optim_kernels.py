@@ -1,12 +1,10 @@
-"""Optimizer updates on the GPU: one fused CUDA kernel over the flat storage of many parameters (CuPy only).
+"""Optimizer updates on the GPU: one fused CUDA kernel per parameter (CuPy only).
 
 Written with ``out=`` (``optim.py``), Adam's update is still about a dozen array operations per
 parameter, and on a GPU each is a kernel launch of 10-25 µs of host time: 130 of the 143 kernels of a
 small CNN's Adam step (CUPTI's count in the GPU run of 2026-11-25, one NVIDIA H100). Here each rule is one
 ``ElementwiseKernel``: every thread reads one element of the gradient, the parameter and the state, and
-writes that element of the state and of the parameter in place. Its arrays are ranges of flat buffers
-(``flat.py``) that hold many parameters one after the other, so one launch updates them all
-(``flat_step.py``).
+writes that element of the state and of the parameter in place, in the parameter's own arrays.
 
 A step still writes nothing until every parameter's update is ready (``optim/optimizer.py``): the
 launches are prepared first and made together, with signals deferred.

@@ -3,8 +3,9 @@
 The core is the idea: tensors, functions, the walk back. Each module here adds one guarantee and says where
 it attaches: ``dlscratch/function.py`` and ``dlscratch/tensor.py`` subclass the core's ``Function`` and
 ``Tensor`` and fill in the core's extension points (``prepare``, ``failed``, ``output``,
-``run_backward``) with these layers; ``dlscratch/autograd.py`` wraps the core's walk. Skip this folder to read
-the engine; read a module here to see what one guarantee costs in code.
+``run_backward``) with these layers; ``dlscratch/autograd.py`` runs the walk back and then the callbacks. On the
+fast path the engine runs the same layers inline, in one frame (``dlscratch/one_frame.py``). Skip this folder to
+read the engine; read a module here to see what one guarantee costs in code.
 
     constants.py        numbers and arrays as operands: x * 2.0, x + array
     devices.py          one device per operation, or a clear error

@@ -1,14 +1,8 @@
 """Layer: callbacks at the end of a backward pass. ``queue_callback(f)``, called from a hook while backward
 runs, calls ``f()`` once backward has reached every leaf (PyTorch's engine has the same);
-``DistributedDataParallel`` waits there for its gradient averages. Attached around the core's walk by
-``dlscratch.autograd.backward``.
+``DistributedDataParallel`` waits there for its gradient averages. Attached around the walk that
+``dlscratch.autograd.backward`` picks.
 """
-
-from .. import paths
-from ..core import backprop
-
-#: The core's walk, or on the fast path its one-frame version (``fast/one_frame.py``).
-walk = paths.dispatch(backprop.backward)
 
 _callbacks = []  # one list per backward pass running, innermost last
 
@@ -21,8 +15,8 @@ def queue_callback(callback):
     _callbacks[-1].append(callback)
 
 
-def backward_with_callbacks(output, grad):
-    """The walk back, then the callbacks queued during it, in order."""
+def run_then_callbacks(walk, output, grad):
+    """``walk(output, grad)``, the walk back, then the callbacks queued during it, in order."""
     _callbacks.append([])
     try:
         walk(output, grad)

@@ -7,6 +7,8 @@ float32 ``x``, and so does ``x * numpy.float64(2.0)``. Attached at the core's ``
 (``dlscratch/function.py``).
 """
 
+import struct
+
 import numpy
 
 from .. import backend
@@ -51,7 +53,7 @@ def scalar_array(value, data):
     are kept (``KEPT_SCALARS`` of them) and read-only where the array module allows: a training loop's
     ``x * 0.5`` then makes no array, and on a GPU no copy to the device, in every step (``kept.py``)."""
     on_gpu = type(data) is not numpy.ndarray
-    key = (value, type(value), data.dtype, type(data), getattr(data.device, "id", None) if on_gpu else None)
+    key = (value_key(value), type(value), data.dtype, type(data), getattr(data.device, "id", None) if on_gpu else None)
     array = _kept_scalars.get(key)
     if array is None:
         dtype = dtypes.scalar_dtype(data.dtype, value)
@@ -60,8 +62,23 @@ def scalar_array(value, data):
 
 
 KEPT_SCALARS = 1024
-_kept_scalars = {}  # (value, its type, the tensor's dtype, array type, device id) -> the 0-d array
+_kept_scalars = {}  # (value_key(value), its type, the tensor's dtype, array type, device id) -> the 0-d array
 # (the value's type is in the key: 1 == 1.0 == True, but each keeps its own kind)
+
+_float_bits = struct.Struct("<d").pack
+_complex_bits = struct.Struct("<dd").pack
+
+
+def value_key(value):
+    """What tells Python scalar ``value`` apart from every other in the kept table: a float's or a complex's bits
+    (``0.0 == -0.0``, and a NaN equals no NaN, whatever its payload: equality would share or never find an
+    entry), an integer's or a bool's value."""
+    kind = type(value)
+    if kind is float:
+        return _float_bits(value)
+    if kind is complex:
+        return _complex_bits(value.real, value.imag)
+    return value
 
 
 def is_scalar(value):

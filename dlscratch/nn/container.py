@@ -10,7 +10,8 @@ class Sequential(Module):
     """``Sequential(m0, m1, ...)`` computes ``m1(m0(x))``...; sub-modules are named "0", "1", ...
     (or by the keys of one ``OrderedDict`` argument). Supports ``len``, iteration, indexing
     (a slice gives a new ``Sequential`` sharing the modules) and ``append``. On a GPU, the fast path
-    runs a Linear's or Conv2d's bias and the ReLU after it as one kernel (``apply_in_turn``)."""
+    runs a Linear's or Conv2d's bias and the ReLU after it as one kernel where nothing observable changes
+    (``apply_in_turn``)."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -52,7 +53,9 @@ class Sequential(Module):
 @dispatch
 def apply_in_turn(modules, x):
     """``x`` through each of ``modules`` in turn. On a GPU, the fast path computes a Linear's or a Conv2d's bias
-    and the ReLU right after it in one kernel (``fast/bias_relu.py``); the modules stay as they are."""
+    and the ReLU right after it in one kernel (``fast/bias_relu.py``), only for the library's own classes as
+    they are (no subclass, hook, or ``forward`` of an instance's own) and one floating dtype; every other module
+    runs as here. The modules stay as they are."""
     for module in modules:
         x = module(x)
     return x

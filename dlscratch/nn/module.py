@@ -209,10 +209,11 @@ class Module:
         """Evaluation mode: dropout off (and, later, batch norm uses its running statistics)."""
         return self.train(False)
 
-    def zero_grad(self):
-        """Forget every parameter's gradient (``.grad = None``, as PyTorch does by default)."""
+    def zero_grad(self, set_to_none=True):
+        """Forget every parameter's gradient: ``.grad = None``, as PyTorch does by default, or with
+        ``set_to_none=False`` fill the gradient arrays with zeros in place."""
         for p in self.parameters():
-            p.grad = None
+            p.zero_grad(set_to_none)
 
     def to(self, target):
         """Move every parameter and buffer to ``"cpu"`` or ``"gpu"``, or cast the floating-point

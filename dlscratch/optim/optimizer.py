@@ -12,13 +12,16 @@ count). ``_update`` is the reference implementation; ``step`` runs the one ``dls
 picks, by default a fast version (``dlscratch/fast/optim.py``) that sets ``p.apply`` instead: a
 function that computes the step and writes it, with the new state, into the arrays in place.
 
-``step`` is applied whole or not at all: it prepares every parameter's update first, writing
-nothing, and only then writes them all (the reference's ``p.data -= p.delta``, the fast
-``p.apply()``, the new state dicts), with signal handlers and NumPy's floating-point errors held
-back (``signals.py``). So an exception raised while the updates are prepared (by an update rule,
-a signal handler, a full memory) leaves the weights and the state of no step, and a
-``KeyboardInterrupt`` from Ctrl-C or a ``SIGALRM`` handler, or an overflow's ``FloatingPointError``,
-during the writes arrives once they are all made. Only a failure of a write itself (a device
+``step`` is applied whole or not at all, alike on both paths: it prepares every parameter's update
+first, writing nothing, and only then writes them all (the reference's ``p.data -= p.delta``, the
+fast ``p.apply()``, the new state dicts), with signal handlers held back (``signals.py``). So an
+exception raised while the updates are prepared (by an update rule, a parameter cast or moved after
+its state was made, a full memory) leaves the weights and the state of no step, and a
+``KeyboardInterrupt`` from Ctrl-C or a ``SIGALRM`` handler during the writes arrives once they are
+all made. NumPy's floating-point errors: where ``numpy.seterr`` makes them raise, every update is
+computed before anything is written (the fast path takes the reference rule then), so a
+``FloatingPointError`` leaves no step; where they warn, the warnings are held back until the step is
+whole, whatever the warnings filters then make of them. Only a failure of a write itself (a device
 error) could leave a step split.
 """
 
@@ -26,7 +29,7 @@ import math
 
 from .. import backend, paths
 from ..tensor import Tensor
-from .signals import float_errors_deferred, signals_deferred
+from .signals import float_errors_deferred, float_errors_raise, signals_deferred
 
 
 class Staged:
@@ -35,9 +38,8 @@ class Staged:
     that ``step`` subtracts from ``data``; ``state``, the copy of its state dict that ``step``
     puts in place of the old one. Instead of ``delta``, an update may set ``apply``: a function
     of no arguments that ``step`` calls to write the update into ``data`` and the state's arrays
-    in place (``fast/optim.py``: on a CPU the rule's arithmetic; ``fast/flat_step.py``: on a GPU one
-    fused kernel that writes many parameters, carried by the first one's ``apply``); it must not fail
-    once prepared, but for floating-point errors, which ``step`` holds back."""
+    in place (``fast/optim.py``: on a CPU the rule's arithmetic, on a GPU one fused kernel); it must not
+    fail once prepared, but for floating-point errors, which ``step`` holds back."""
 
     __slots__ = ("param", "data", "delta", "apply", "state")
 
@@ -104,29 +106,57 @@ class Optimizer:
     def _params(self):
         return [p for group in self.param_groups for p in group["params"]]
 
-    def zero_grad(self):
-        """Forget every parameter's gradient (``.grad = None``)."""
+    def zero_grad(self, set_to_none=True):
+        """Forget every parameter's gradient: ``.grad = None`` (PyTorch's default), or with ``set_to_none=False``
+        fill the gradient arrays with zeros in place, so that what holds them sees the zeros."""
         for p in self._params():
-            p.grad = None
+            p.zero_grad(set_to_none)
 
     def step(self):
         """Update every parameter that has a gradient, in place: every update is prepared before any
         is written, so the step is applied whole or not at all (module docstring). It works on the
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
-        staged = paths.pick(Optimizer._prepare_step)(self)
-        with signals_deferred(), float_errors_deferred():
-            for new in staged:
-                if new.apply is None:
-                    new.data -= new.delta
-                else:
-                    new.apply()
-                new.param.data = new.data  # counts the write (layers/versions.py)
-                self.state[new.param] = new.state
+        self._check_arrays_fit()
+        prepare = paths.pick(Optimizer._prepare_step)
+        if float_errors_raise():  # an error while computing must come before the first write
+            staged = prepare(self)
+            with signals_deferred(), float_errors_deferred():
+                self._write(staged)
+        else:  # the warnings of computing and of writing, on either path, come once the step is whole
+            with signals_deferred(), float_errors_deferred():
+                self._write(prepare(self))
+
+    def _write(self, staged):
+        for new in staged:
+            if new.apply is None:
+                new.data -= new.delta
+            else:
+                new.apply()
+            new.param.data = new.data  # counts the write (layers/versions.py)
+            self.state[new.param] = new.state
+
+    def _check_arrays_fit(self):
+        """Refuse a step, changing nothing, when a parameter's gradient or state is not of its dtype and device:
+        the parameter was cast or moved (``half()``, ``to("cpu")``) after the optimizer made its state."""
+        for i, p in enumerate(self._params()):
+            if p.grad is None:
+                continue
+            data, on_gpu = p.data, backend.is_gpu_array(p.data)
+            arrays = [("gradient", p.grad.data)]
+            arrays += [(name, value) for name, value in self.state.get(p, {}).items() if hasattr(value, "dtype")]
+            for name, array in arrays:
+                if array.dtype != data.dtype or backend.is_gpu_array(array) is not on_gpu:
+                    where = "gpu" if backend.is_gpu_array(array) else "cpu"
+                    raise RuntimeError(
+                        f"{type(self).__name__}.step: parameter {i} (shape {p.shape}) is {data.dtype} on {p.device}, "
+                        f"but its {name} is {array.dtype} on {where}: the parameter was cast or moved after the "
+                        "optimizer made its state. Cast or move it back, or build a new optimizer "
+                        "(load_state_dict copies saved state onto each parameter's device and dtype); nothing was "
+                        "changed")
 
     def _prepare_step(self):
         """Every update of a step, prepared and not written: a list of ``Staged``, one per parameter that has
-        a gradient. (The fast path prepares parameters on a GPU as fused launches over flat storage,
-        ``fast/flat_step.py``.)"""
+        a gradient."""
         update = paths.pick(type(self)._update)  # the reference rule, or its fast version
         staged = []
         for group in self.param_groups:

@@ -14,6 +14,7 @@ an update that computes as it writes (``fast/optim.py``).
 
 import _signal  # signal's functions without its enum conversions, which cost microseconds per call
 import contextlib
+import contextvars
 import signal
 import threading
 
@@ -62,6 +63,17 @@ _FLOAT_ERRORS = {
 }
 
 
+_modes_outside = contextvars.ContextVar("modes_outside", default=None)  # NumPy's modes around the deferring block
+
+
+def float_errors_raise():
+    """True when NumPy raises on a floating-point error (``numpy.seterr``'s "raise", or "call" to a function
+    that may), as set outside ``float_errors_deferred``: an update must then be computed before anything is
+    written, or an error would split the step."""
+    modes = _modes_outside.get() or numpy.geterr()
+    return any(mode in ("raise", "call") for mode in modes.values())
+
+
 @contextlib.contextmanager
 def float_errors_deferred():
     """Run the block with NumPy's floating-point errors noted instead of handled, then raise each kind
@@ -69,8 +81,12 @@ def float_errors_deferred():
     ``FloatingPointError`` after ``numpy.seterr(all="raise")``). Use it inside ``signals_deferred``, so
     that no signal interrupts ``numpy.errstate`` between setting its modes and putting them back."""
     noted = {}
-    with numpy.errstate(all="call", call=noted.setdefault):  # the callback gets (kind, flag)
-        yield
+    token = _modes_outside.set(_modes_outside.get() or numpy.geterr())
+    try:
+        with numpy.errstate(all="call", call=noted.setdefault):  # the callback gets (kind, flag)
+            yield
+    finally:
+        _modes_outside.reset(token)
     for kind in noted:
         operation, a, b = _FLOAT_ERRORS[kind]
         operation(numpy.float32(a), numpy.float32(b))

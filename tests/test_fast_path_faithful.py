@@ -1,0 +1,217 @@
+"""The fast path is invisible: each case a user found where it told itself apart from the reference path (issue 51,
+item 2), run on the fast path and compared with ``dlscratch.reference()``, on NumPy and on the GPU (the strict
+stand-in with ``DLSCRATCH_STRICT_GPU=1``). On the GPU the fast ``Sequential`` fuses a bias and a ReLU
+(``fast/bias_relu.py``) only where the user's code would run the same; the kept scalar constants
+(``layers/constants.py``) keep apart values that compare equal but are not the same (-0.0, NaN payloads)."""
+
+import struct
+
+import numpy as np
+import pytest
+
+import dlscratch
+from dlscratch import backend as B
+from dlscratch import nn, paths
+from dlscratch.layers import constants
+
+FUSED = "ElementwiseKernel dlscratch_bias_relu"
+
+
+def on_both_paths(compute):
+    """``compute()`` on the fast path, then on the reference path."""
+    with paths.fast():
+        fast = compute()
+    with dlscratch.reference():
+        reference = compute()
+    return fast, reference
+
+
+def assert_same(fast, reference):
+    """The same arrays (dtype and values, NaNs and signs of zeros included)."""
+    for a, b in zip(fast, reference, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+        assert np.array_equal(np.signbit(a), np.signbit(b))
+
+
+def run_model(make, shape, xp):
+    """A function computing ``make()``'s output and gradients for a fixed input on ``xp``'s device, as NumPy
+    arrays: the output, the input's gradient and every parameter's."""
+    def compute():
+        dlscratch.manual_seed(0)
+        model = make()
+        if xp is not np:
+            model = model.to("gpu")
+        x = dlscratch.tensor(xp.asarray(np.random.default_rng(0).standard_normal(shape).astype(np.float32)),
+                             requires_grad=True)
+        out = model(x)
+        (out * out).sum().backward()
+        return [B.to_cpu(t.data) for t in [out, x.grad] + [p.grad for p in model.parameters()]]
+
+    return compute
+
+
+def linear_relu(first=None):
+    return lambda: nn.Sequential(first() if first else nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+
+
+def test_an_instance_whose_forward_was_replaced_runs_it(backend):
+    calls = []
+
+    def make():
+        layer = nn.Linear(4, 3)
+        plain = layer.forward
+        layer.forward = lambda x: calls.append(1) or plain(x) - 1.0
+        return nn.Sequential(layer, nn.ReLU(), nn.Linear(3, 2))
+
+    fast, reference = on_both_paths(run_model(make, (5, 4), backend))
+    assert_same(fast, reference)
+    assert calls == [1, 1]
+
+
+class Shifted(nn.Linear):
+    """A user's Linear whose ``__call__`` shifts the output."""
+
+    def __call__(self, x):
+        return super().__call__(x) - 1.0
+
+
+class Scaled(nn.Linear):
+    """A user's Linear whose ``forward`` scales the output."""
+
+    def forward(self, x):
+        return super().forward(x) * -2.0
+
+
+class ShiftedConv(nn.Conv2d):
+    """A user's Conv2d whose ``__call__`` shifts the output."""
+
+    def __call__(self, x):
+        return super().__call__(x) - 1.0
+
+
+@pytest.mark.parametrize("first, shape", [
+    (lambda: Shifted(4, 3), (5, 4)),
+    (lambda: Scaled(4, 3), (5, 4)),
+    (lambda: ShiftedConv(2, 3, 3, padding=1), (2, 2, 4, 4)),
+], ids=["Linear overriding __call__", "Linear overriding forward", "Conv2d overriding __call__"])
+def test_a_subclass_that_overrides_call_or_forward_runs_it(backend, first, shape):
+    def make():
+        return nn.Sequential(first(), nn.ReLU(), nn.Flatten())
+
+    fast, reference = on_both_paths(run_model(make, shape, backend))
+    assert_same(fast, reference)
+
+
+class LeakyReLU(nn.ReLU):
+    """A user's ReLU whose ``forward`` lets a tenth of the negative part through."""
+
+    def forward(self, x):
+        return super().forward(x) + super().forward(-x) * -0.1
+
+
+def test_a_relu_subclass_or_instance_with_its_own_forward_runs_it(backend):
+    def make_subclass():
+        return nn.Sequential(nn.Linear(4, 3), LeakyReLU())
+
+    def make_instance():
+        relu = nn.ReLU()
+        relu.forward = lambda x: x * 3.0
+        return nn.Sequential(nn.Linear(4, 3), relu)
+
+    for make in (make_subclass, make_instance):
+        fast, reference = on_both_paths(run_model(make, (5, 4), backend))
+        assert_same(fast, reference)
+        assert (fast[0] < 0).any()  # neither is a ReLU
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["a hook on the Linear", "a hook on the ReLU"])
+def test_a_forward_pre_hook_on_either_module_runs(backend, which):
+    seen = []
+
+    def make():
+        model = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+        model[which].register_forward_pre_hook(lambda module, args: seen.append(module) or args[0] - 0.5)
+        return model
+
+    fast, reference = on_both_paths(run_model(make, (5, 4), backend))
+    assert_same(fast, reference)
+    assert len(seen) == 2
+
+
+def test_a_module_with_any_hook_table_filled_runs_unfused(stand_in, fast_path):
+    """Every ``*_hooks`` table of a module counts, whichever kinds of hook ``Module`` offers."""
+    dlscratch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU()).to("gpu")
+    x = dlscratch.tensor(B.to_gpu(np.ones((2, 4), dtype=np.float32)))
+    with B.ledger() as book:
+        model(x)
+    assert FUSED in {what for _, _, what, _ in book.by_site("kernel")}
+    object.__setattr__(model[1], "_some_new_hooks", {1: lambda *args: None})
+    with B.ledger() as book:
+        model(x)
+    assert FUSED not in {what for _, _, what, _ in book.by_site("kernel")}
+
+
+def test_a_float64_bias_with_a_float32_weight_gives_the_reference_values(backend):
+    def make():
+        first = nn.Linear(4, 3)
+        first.bias = nn.Parameter(first.bias.double())
+        return nn.Sequential(first, nn.ReLU())
+
+    fast, reference = on_both_paths(run_model(make, (5, 4), backend))
+    assert_same(fast, reference)
+
+
+def test_a_float64_bias_of_a_conv2d_is_refused_alike_on_both_paths(backend):
+    def make():
+        first = nn.Conv2d(2, 3, 3, padding=1)
+        first.bias = nn.Parameter(first.bias.double())
+        return nn.Sequential(first, nn.ReLU())
+
+    messages = []
+    for path in (paths.fast, dlscratch.reference):
+        with path(), pytest.raises(TypeError) as caught:
+            run_model(make, (2, 2, 4, 4), backend)()
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1] and "must share one floating-point dtype" in messages[0]
+
+
+def test_zero_and_negative_zero_constants_are_kept_apart(backend):
+    def compute():
+        x = dlscratch.tensor(backend.asarray([1.0, 2.0], dtype=np.float32))
+        with np.errstate(divide="ignore"):
+            zero = 1 / (x * 0.0)
+            negative = 1 / (x * -0.0)
+        return [B.to_cpu(zero.data), B.to_cpu(negative.data)]
+
+    fast, reference = on_both_paths(compute)
+    assert_same(fast, reference)
+    assert fast[0].tolist() == [np.inf, np.inf] and fast[1].tolist() == [-np.inf, -np.inf]  # PyTorch's
+
+
+def nan_with_payload(high_bits):
+    """A quiet NaN whose payload's top bits are ``high_bits`` (they survive a cast to float32)."""
+    return struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000 | (high_bits << 44)))[0]
+
+
+def test_nans_with_different_payloads_are_kept_apart(backend):
+    first, second = nan_with_payload(1), nan_with_payload(2)
+    x = dlscratch.tensor(backend.asarray([1.0, 2.0], dtype=np.float32))
+
+    def compute():
+        kept = [B.to_cpu(constants.scalar_array(value, x.data)).view(np.uint32).item() for value in (first, second)]
+        return [np.array(kept), B.to_cpu((x + first).data).view(np.uint32), B.to_cpu((x + second).data).view(np.uint32)]
+
+    fast, reference = on_both_paths(compute)
+    assert_same(fast, reference)
+    expected = [np.float32(v).view(np.uint32).item() for v in (first, second)]
+    assert fast[0].tolist() == expected and expected[0] != expected[1]
+    np.testing.assert_array_equal(fast[2], (np.ones(2, np.float32) + np.float32(second)).view(np.uint32))
+
+
+def test_complex_zeros_of_either_sign_are_kept_apart():
+    x = dlscratch.tensor(np.array([1 + 1j], dtype=np.complex64))
+    kept = [constants.scalar_array(value, x.data) for value in (0j, complex(0.0, -0.0), complex(-0.0, 0.0))]
+    assert [(bool(np.signbit(k.real)), bool(np.signbit(k.imag))) for k in kept] == [(False, False), (False, True),
+                                                                                     (True, False)]
