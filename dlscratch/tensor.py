@@ -306,8 +306,8 @@ class Tensor(core.Tensor):
         else holds ``g``; otherwise ``.grad`` never shares ``g``'s memory. Later gradients are added into
         the ``.grad`` array in place, as PyTorch does: what holds it, or a view of it, sees the sum.
         """
-        if self._grad is None:
-            self._grad = Tensor._make(g.astype(self._data.dtype, copy=copy), False)
+        if self._grad is None:  # C order, as the parameter: a view of .grad (reshape(-1)) is then a view, as in PyTorch
+            self._grad = Tensor._make(g.astype(self._data.dtype, order="C", copy=copy), False)
         else:
             self._grad._data += g
         if self._grad_hooks:

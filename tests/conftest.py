@@ -36,6 +36,9 @@ settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
     "ci", max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
+settings.register_profile(  # the differential tester's long run (tests/test_differential.py): thousands of programs
+    "long", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 

@@ -169,3 +169,59 @@ def test_zero_grad_without_set_to_none_zeroes_in_place_and_backward_adds_into_it
     np.testing.assert_allclose(host(grad.data), host(fresh[0].weight.grad.data), rtol=1e-6, atol=1e-7)
     model.zero_grad()
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_gradient_of_the_wrong_shape_written_through_grad_data_is_refused_before_any_write(device, path):
+    """The differential tester's program: ``.grad.data`` replaced by an array of another shape (the ``.grad``
+    setter's check bypassed); the fast path had already updated the parameters before it."""
+    model = model_on(device)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    step(model, optimizer, device)
+    loss_of(model, device, seed=1).backward()
+    model[2].bias.grad.data = model[2].bias.grad.data[:1]
+    weights = [host(p.data) for p in model.parameters()]
+    with pytest.raises(RuntimeError, match=r"parameter 3 has shape \(2,\), but its gradient has shape \(1,\)"):
+        optimizer.step()
+    for p, w in zip(model.parameters(), weights):
+        np.testing.assert_array_equal(host(p.data), w)
+
+
+def test_data_cast_by_hand_under_a_gradient_of_the_old_dtype_is_refused(device, path):
+    """The tester found the fast path making the state in the parameter's new dtype, the reference in the
+    gradient's: refused on both, as PyTorch's optimizers refuse mixed dtypes."""
+    model = model_on(device)
+    optimizer = optim.AdaDelta(model.parameters())
+    loss_of(model, device).backward()
+    model[0].weight.data = model[0].weight.data.astype(np.float16)
+    with pytest.raises(RuntimeError, match="parameter 0 .* is float16 .* but its gradient is float32"):
+        optimizer.step()
+    assert optimizer.state == {}
+
+
+def test_a_conv_weight_gradient_is_c_contiguous_so_a_view_of_it_is_a_view(device, path):
+    """The fast convolution's weight gradient was a slice of its GEMM's output: ``grad.reshape(-1)`` made a copy."""
+    dlscratch.manual_seed(0)
+    conv = nn.Conv2d(2, 3, 3).to(device)
+    x = dlscratch.tensor(np.random.default_rng(0).standard_normal((2, 2, 5, 5)).astype(np.float32)).to(device)
+    conv(x).sum().backward()
+    flat = conv.weight.grad.reshape(-1)
+    flat.data[0] = 123.0
+    assert float(conv.weight.grad.data[0, 0, 0, 0]) == 123.0
+
+
+def test_an_lstm_under_a_float64_head_trains_on_the_gpu_as_on_the_reference_path(path):
+    """The GPU's LSTM loop refused the float64 gradient that a float64 head sends back; it takes it in its own
+    dtype, within float32's rounding of the reference's promoted products."""
+    grads = {}
+    for where in ("reference", "gpu"):
+        with B.on_the_stand_in(), (dlscratch.reference() if where == "reference" else dlscratch.paths.fast()):
+            dlscratch.manual_seed(1)
+            lstm, head = nn.LSTM(3, 4).to("gpu"), nn.Linear(4, 1).to("gpu")
+            head.weight.data = head.weight.data.astype(np.float64)
+            x = dlscratch.tensor(np.random.default_rng(2).standard_normal((5, 2, 3)).astype(np.float32)).to("gpu")
+            head(lstm(x)[0]).sum().backward()
+            grads[where] = [host(p.grad.data) for p in lstm.parameters()]
+    for got, expected in zip(grads["gpu"], grads["reference"]):
+        assert got.dtype == expected.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+

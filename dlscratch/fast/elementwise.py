@@ -27,7 +27,8 @@ class KernelReLU(ReLU):
         return self.y
 
     def backward(self, gy):
-        if not (backend.is_gpu_array(gy) and backend.has_kernels()) or gy.shape != self.y.shape:
+        if (not (backend.is_gpu_array(gy) and backend.has_kernels()) or gy.shape != self.y.shape
+                or gy.dtype != self.y.dtype):  # another dtype (a float64 layer after): the reference promotes
             return super().backward(gy)
         kernel = backend.elementwise_kernel("T gy, T y", "T g", _BACKWARD, "dlscratch_relu_backward")
         g = new_array(self.y.shape, self.y, self.y.dtype)  # in y's layout (a convolution's: batch-last)

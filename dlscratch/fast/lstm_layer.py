@@ -77,6 +77,9 @@ class LoopLSTMLayer(LSTMLayer):
     def backward(self, gy, gh_n, gc_n):
         x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
         xp = backend.get_array_module(x)
+        # a gradient of another dtype (a float64 head after a float32 layer) in the layer's, which the kernels take;
+        # the reference's promoted products round to the same float32 gradients within a few units in the last place
+        gy, gh_n, gc_n = (None if g is None else g.astype(x.dtype, copy=False) for g in (gy, gh_n, gc_n))
         R, N, H = x.shape[0], self.batch_sizes[0], W_hh.shape[1]
         need_x = self.needs_input_grad[0]
         W = xp.concatenate((W_hh, W_ih), axis=1) if need_x else W_hh  # (4H, H + I): gz @ W is [gh | gx]

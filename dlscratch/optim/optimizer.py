@@ -150,9 +150,13 @@ class Optimizer:
                     raise RuntimeError(
                         f"{type(self).__name__}.step: parameter {i} (shape {p.shape}) is {data.dtype} on {p.device}, "
                         f"but its {name} is {array.dtype} on {where}: the parameter was cast or moved after the "
-                        "optimizer made its state. Cast or move it back, or build a new optimizer "
-                        "(load_state_dict copies saved state onto each parameter's device and dtype); nothing was "
-                        "changed")
+                        "optimizer made its state, or given a gradient of its own. Cast or move it back, or build a "
+                        "new optimizer (load_state_dict copies saved state onto each parameter's device and dtype); "
+                        "nothing was changed")
+                if array.shape != data.shape:
+                    raise RuntimeError(
+                        f"{type(self).__name__}.step: parameter {i} has shape {p.shape}, but its {name} has shape "
+                        f"{array.shape} (written through .grad.data or .data?); nothing was changed")
 
     def _prepare_step(self):
         """Every update of a step, prepared and not written: a list of ``Staged``, one per parameter that has
