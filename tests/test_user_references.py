@@ -225,3 +225,27 @@ def test_an_lstm_under_a_float64_head_trains_on_the_gpu_as_on_the_reference_path
         assert got.dtype == expected.dtype == np.float32
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
+
+
+@pytest.mark.parametrize("which", ["nn.LSTM", "nn.LSTMCell"])
+def test_an_lstm_with_a_float64_bias_runs_on_the_gpu_as_on_the_reference_path(which):
+    """The GPU's fused LSTM kernels take one dtype; a float64 bias beside float32 weights takes the reference's
+    promotions instead of the kernels' type error."""
+    out, grads = {}, {}
+    for where in ("reference", "gpu"):
+        with B.on_the_stand_in(), (dlscratch.reference() if where == "reference" else dlscratch.paths.fast()):
+            dlscratch.manual_seed(4)
+            layer = (nn.LSTM(3, 4) if which == "nn.LSTM" else nn.LSTMCell(3, 4)).to("gpu")
+            bias = layer.bias_ih_l0 if which == "nn.LSTM" else layer.bias_ih
+            bias.data = bias.data.astype(np.float64)
+            shape = (5, 2, 3) if which == "nn.LSTM" else (2, 3)
+            x = dlscratch.tensor(np.random.default_rng(2).standard_normal(shape).astype(np.float32)).to("gpu")
+            y = layer(x)[0]
+            (y * y).mean().backward()
+            out[where] = host(y.data)
+            grads[where] = [host(p.grad.data) for p in layer.parameters()]
+    assert out["gpu"].dtype == out["reference"].dtype
+    np.testing.assert_allclose(out["gpu"], out["reference"], rtol=1e-6, atol=1e-7)
+    for got, expected in zip(grads["gpu"], grads["reference"]):
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

@@ -140,8 +140,11 @@ def weight_gradient(gy, cols):
     ``M``, ``gy @ cols.T`` kept both threads in step many times, and when other processes shared
     the 2-core machine it ran 2-40x slower than the transposed form (Keras CNN conv 64x288x73728:
     0.1-1.8 s against 50 ms); on an idle machine both took ~23 ms. The result is an ``(O, R)``
-    view of an ``(R, O)`` array.
+    view of an ``(R, O)`` array. On a GPU, where that concern does not arise, the product is made
+    C-ordered, as a leaf's gradient must be (a copy to C order would be one more launch).
     """
+    if backend.is_gpu_array(gy):
+        return gemm(gy, cols.T)
     return gemm(cols, gy.T).T
 
 

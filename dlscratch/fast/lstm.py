@@ -35,9 +35,16 @@ def use_kernel(fused, xp):
     return on_gpu and backend.has_kernels() if fused is None else fused
 
 
+def one_dtype(first, *others):
+    """True when every array among ``others`` (None and numbers left out) has ``first``'s dtype: what the fused
+    kernels take. Mixed dtypes (a float64 layer beside a float32 one) take the reference's promotions."""
+    return all(getattr(a, "dtype", first.dtype) == first.dtype for a in others if a is not None)
+
+
 @fast_version_of(reference_forward)
 def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, tanh_c_out=None, fused=None):
-    if not use_kernel(fused, backend.get_array_module(z)):
+    mixed = fused is None and not one_dtype(z, c_prev, *(peephole or ()))
+    if mixed or not use_kernel(fused, backend.get_array_module(z)):
         return reference_forward.reference(z, c_prev, peephole, h_out, c_out, tanh_c_out)  # the plain path
     h, c, tanh_c = outputs_like(c_prev, h_out, c_out, tanh_c_out)
     lstm_kernels.forward_kernel(z, c_prev, peephole, h, c, tanh_c)
@@ -46,7 +53,8 @@ def lstm_pointwise_forward(z, c_prev, peephole=None, h_out=None, c_out=None, tan
 
 @fast_version_of(reference_backward)
 def lstm_pointwise_backward(gates, c_prev, c, tanh_c, gh, gc, peephole=None, gz_out=None, fused=None):
-    if not use_kernel(fused, backend.get_array_module(gates)):
+    mixed = fused is None and not one_dtype(gates, c_prev, c, tanh_c, gh, gc, *(peephole or ()))
+    if mixed or not use_kernel(fused, backend.get_array_module(gates)):
         return reference_backward.reference(gates, c_prev, c, tanh_c, gh, gc, peephole, gz_out)
     gh, gc, gz, gc_prev = backward_buffers(gates, c, gh, gc, gz_out)
     lstm_kernels.backward_kernel(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev)
@@ -77,7 +85,7 @@ class FastLSTMCell(LSTMCell):
     bias_gradients = staticmethod(bias_gradients)
 
     def forward(self, x, h, c, W_ih, W_hh, *rest):
-        if not use_kernel(None, backend.get_array_module(x)):
+        if not one_dtype(x, h, c, W_ih, W_hh, *rest) or not use_kernel(None, backend.get_array_module(x)):
             return super().forward(x, h, c, W_ih, W_hh, *rest)
         check_cell_shapes(x, h, c, W_ih, W_hh, rest[:2] if self.bias else ())
         z = x @ W_ih.T

@@ -51,7 +51,12 @@ class LoopLSTMLayer(LSTMLayer):
 
     bias_gradients = staticmethod(bias_gradients)  # one reduction for both biases on the GPU (fast/lstm.py)
 
+    looped = False  # forward ran the loop below (not the reference's, for mixed dtypes)
+
     def forward(self, x, h0, c0, W_ih, W_hh, b_ih=None, b_hh=None):
+        if any(a is not None and a.dtype != x.dtype for a in (h0, c0, W_ih, W_hh, b_ih, b_hh)):
+            return super().forward(x, h0, c0, W_ih, W_hh, b_ih, b_hh)  # the kernels take one dtype; the dtype rule
+        self.looped = True
         self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)
         xp = backend.get_array_module(x)
         R, N, H = x.shape[0], self.batch_sizes[0], W_hh.shape[1]
@@ -75,6 +80,8 @@ class LoopLSTMLayer(LSTMLayer):
         return y, y[last].copy(), c_all[last].copy()
 
     def backward(self, gy, gh_n, gc_n):
+        if not self.looped:
+            return super().backward(gy, gh_n, gc_n)
         x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
         xp = backend.get_array_module(x)
         # a gradient of another dtype (a float64 head after a float32 layer) in the layer's, which the kernels take;
