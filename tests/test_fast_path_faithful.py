@@ -8,6 +8,7 @@ import struct
 
 import numpy as np
 import pytest
+from test_one_frame import on_both_paths
 
 import dlscratch
 from dlscratch import backend as B
@@ -15,15 +16,6 @@ from dlscratch import nn, paths
 from dlscratch.layers import constants
 
 FUSED = "ElementwiseKernel dlscratch_bias_relu"
-
-
-def on_both_paths(compute):
-    """``compute()`` on the fast path, then on the reference path."""
-    with paths.fast():
-        fast = compute()
-    with dlscratch.reference():
-        reference = compute()
-    return fast, reference
 
 
 def assert_same(fast, reference):
