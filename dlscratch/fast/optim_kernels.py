@@ -2,7 +2,7 @@
 
 Written with ``out=`` (``optim.py``), Adam's update is still about a dozen array operations per
 parameter, and on a GPU each is a kernel launch of 10-25 µs of host time: 130 of the 143 kernels of a
-small CNN's Adam step (CUPTI's count in the GPU run of 2026-11-25, one NVIDIA H100). Here each rule is one
+small CNN's Adam step (CUPTI's count on one NVIDIA H100). Here each rule is one
 ``ElementwiseKernel``: every thread reads one element of the gradient, the parameter and the state, and
 writes that element of the state and of the parameter in place, in the parameter's own arrays.
 
