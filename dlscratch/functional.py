@@ -38,12 +38,14 @@ from .functions import (  # noqa: F401  (re-exported; the functions take PyTorch
     sqrt,
     squeeze,
     stack,
+    std,
     sub,
     sum,
     sum_to_shape,
     tanh,
     transpose,
     unsqueeze,
+    var,
 )
 
 abs = _fn.abs_

@@ -61,14 +61,17 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
     """Compare ``fn``'s backward with float64 central differences; return a ``GradcheckReport``.
 
     ``inputs``: passed separately, ``gradcheck(fn, x, w)``, or as one tuple or list, PyTorch's
-    ``gradcheck(fn, (x, w))``. Floating-point tensors and arrays are copied to float64 and
-    checked; anything else (integer labels, a Python float, None) is passed through unchanged.
+    ``gradcheck(fn, (x, w))``. Floating-point tensors and arrays are copied to float64 and checked, but
+    where some tensor requires grad, only the tensors that do (and arrays) are checked, as in PyTorch: a
+    target ``t`` beside ``x`` is passed in float64 and not differentiated. Anything else (integer labels,
+    a Python float, None) is passed through unchanged.
     An element passes when ``|analytic - numeric| <= atol + rtol * |numeric|``. Raises
     ``GradcheckError`` on failure unless ``raise_exception=False``.
     """
     if len(inputs) == 1 and isinstance(inputs[0], (tuple, list)):
         inputs = tuple(inputs[0])
-    xs = [_as_float64(x) for x in inputs]
+    only_requiring_grad = any(isinstance(x, Tensor) and x.requires_grad for x in inputs)
+    xs = [_as_float64(x, only_requiring_grad) for x in inputs]
     checked = [i for i, x in enumerate(xs) if isinstance(x, Tensor) and x.requires_grad]
     if not checked:
         got = ", ".join(_describe(x) for x in inputs)
@@ -109,15 +112,15 @@ def _describe(x):
     return f"{type(x).__name__} of {x.dtype}" if hasattr(x, "dtype") else type(x).__name__
 
 
-def _as_float64(x):
+def _as_float64(x, only_requiring_grad):
     if isinstance(x, Tensor):
-        data = x.data
+        data, checked = x.data, x.requires_grad or not only_requiring_grad
     elif hasattr(x, "dtype"):
-        data = x
+        data, checked = x, True
     else:
         return x
-    if data.dtype.kind != "f":
-        return Tensor(data)
+    if data.dtype.kind != "f" or not checked:
+        return Tensor(data.astype(numpy.float64), dtype=numpy.float64) if data.dtype.kind == "f" else Tensor(data)
     # A C-contiguous copy, whatever the input's memory order: ``_numerical_gradient`` perturbs it
     # through ``reshape(-1)``, which is a view (not a copy) only of a C-contiguous array.
     copy = data.astype(numpy.float64, order="C", copy=True)

@@ -2,7 +2,8 @@
 
 ``t[index] = value``, ``t.copy_(src)``, ``t.fill_(v)``, ``t.zero_()``, ``t.add_(other, alpha)`` and
 ``t.mul_(other)`` write into ``t``'s array and add one to its version counter, so that a graph
-that saved ``t`` refuses to backward through the stale value (see ``layers/versions.py``).
+that saved ``t`` refuses to backward through the stale value (see ``layers/versions.py``). ``relu_``
+(``nn.ReLU(inplace=True)``) is recorded as well; see its docstring.
 
 They are not recorded in the graph, so, as in PyTorch, they are refused while gradients are
 being recorded on a tensor that takes part in one: a leaf that requires grad (write to it under
@@ -10,11 +11,14 @@ being recorded on a tensor that takes part in one: a leaf that requires grad (wr
 value that requires grad (no gradient would reach it). On plain data tensors they always work.
 """
 
+import weakref
+
 import numpy
 
 from . import backend
+from .core.function import clock
 from .grad_mode import _state
-from .layers.versions import bump
+from .layers.versions import bump, counter_of
 
 
 def setitem(t, index, value):
@@ -63,6 +67,41 @@ def add_(t, other, alpha=1):
 def mul_(t, other):
     """``t *= other``; ``other`` must broadcast to ``t``'s shape."""
     return _update(t, other, "mul_", lambda xp, out, o: xp.multiply(out, o, out=out))
+
+
+def relu_(t):
+    """``max(t, 0)`` written into ``t``'s memory and returned: PyTorch's ``relu_`` (``nn.ReLU(inplace=True)``,
+    ``F.relu(x, inplace=True)``).
+
+    Unlike the writes above, it is recorded where ``t`` was computed in a graph: ``t`` becomes the output of a
+    ReLU whose input is ``t``'s value before, as in PyTorch, and the write counts, so a function that saved that
+    value (a sigmoid's output, say) refuses its backward. It is refused on a leaf that requires grad, on a view,
+    and on a tensor that another recorded operation used since it was computed (the graph holds that use of the
+    value before, which the write would change); ``relu()`` computes a new tensor in those cases.
+    """
+    if not (_state.enabled and t.requires_grad):
+        _check_writable(t, "relu_", None)
+        backend.get_array_module(t.data).maximum(t.data, 0, out=t.data)
+        bump(t)
+        return t
+    view = t.creator is not None and t._version_counter is not None and any(
+        x._version_counter is t._version_counter for x in t.creator.inputs)  # it shares an input's memory
+    if t.creator is None or view or next(clock) != t.creator.seq + 1:
+        what = ("is a leaf that requires grad" if t.creator is None else "is a view of another tensor" if view
+                else "was used by another recorded operation since it was computed")
+        raise RuntimeError(f"relu_ (an in-place ReLU): this tensor (shape {t.shape}) {what}, and writing into it "
+                           "would change a value the graph holds; use relu(), which computes a new tensor")
+    from . import functions  # the package: its elementwise module imports the engine, which imports this one
+    from .tensor import Tensor
+
+    before = Tensor._make(t._data, True, counter_of(t))  # t's value until the write, in t's place in the graph
+    before.creator = creator = t.creator
+    creator.outputs = tuple(weakref.ref(before) if ref() is t else ref for ref in creator.outputs)
+    bump(t)  # counted before the ReLU is recorded: what saved the value before sees the write, the ReLU does not
+    relu = functions.elementwise.InPlaceReLU()
+    relu(before)
+    t.creator, relu.outputs, relu.output_counters = relu, (weakref.ref(t),), [(counter_of(t), t.shape)]
+    return t
 
 
 def _update(t, other, op, apply):

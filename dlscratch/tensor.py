@@ -20,7 +20,7 @@ import numpy
 
 from . import backend, inplace
 from .core import tensor as core
-from .layers import deferred_checks, seeds
+from .layers import deferred_checks, errors, leaf_hooks, seeds
 from .layers.constants import NUMERIC_KINDS, PYTHON_SCALARS
 from .layers.constants import is_number as _is_number
 from .layers.versions import bump, counter_of
@@ -98,9 +98,11 @@ class _HookHandle:
         self._hooks, self._key = hooks, self._next[0]
         self._next[0] += 1
         hooks[self._key] = hook
+        leaf_hooks.registered[0] += 1
 
     def remove(self):
-        self._hooks.pop(self._key, None)
+        if self._hooks.pop(self._key, None) is not None:
+            leaf_hooks.registered[0] -= 1
 
 
 class Tensor(core.Tensor):
@@ -149,6 +151,8 @@ class Tensor(core.Tensor):
             raise TypeError(f"Tensor.data must be a NumPy or CuPy array, not {type(array).__name__}")
         if array.dtype.kind not in NUMERIC_KINDS:
             raise TypeError(f"Tensor.data must be an array of numbers, not of NumPy dtype {array.dtype}")
+        if array.shape != self._data.shape:
+            errors.reshaped_data[0] += 1  # backward checks the leaves' gradients from now on
         self._data = array
         bump(self)
 
@@ -310,14 +314,19 @@ class Tensor(core.Tensor):
             self._grad = Tensor._make(g.astype(self._data.dtype, order="C", copy=copy), False)
         else:
             self._grad._data += g
-        if self._grad_hooks:
-            for hook in list(self._grad_hooks.values()):
-                hook(self)
+        if self._grad_hooks and leaf_hooks.gradient_is_whole(self):
+            self.run_grad_hooks()
+
+    def run_grad_hooks(self):
+        """Call the hooks of ``register_post_accumulate_grad_hook``, in the order they were registered."""
+        for hook in list(self._grad_hooks.values()):
+            hook(self)
 
     def register_post_accumulate_grad_hook(self, hook):
-        """Call ``hook(tensor)`` each time backward has added a gradient into this leaf's ``.grad`` (PyTorch's
-        name; ``DistributedDataParallel`` uses it to send gradients while the backward goes on). Returns a
-        handle whose ``remove()`` unregisters it."""
+        """Call ``hook(tensor)`` once in each backward pass, when the leaf's ``.grad`` holds the whole gradient
+        of the pass (every use's part added: ``layers/leaf_hooks.py``), as PyTorch's of that name does;
+        ``DistributedDataParallel`` uses it to send gradients while the backward goes on. Returns a handle whose
+        ``remove()`` unregisters it."""
         if self.creator is not None:
             raise RuntimeError("register_post_accumulate_grad_hook: only a leaf tensor accumulates a gradient; "
                                "this one was computed by an operation")
@@ -471,6 +480,10 @@ class Tensor(core.Tensor):
     def mul_(self, other):
         return inplace.mul_(self, other)
 
+    def relu_(self):
+        """``max(self, 0)`` written into this tensor, recorded in the graph (see ``inplace.relu_``)."""
+        return inplace.relu_(self)
+
     # ----- elementwise and reductions -----
     def exp(self):
         return _fn.exp(self)
@@ -499,6 +512,14 @@ class Tensor(core.Tensor):
 
     def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return _fn.mean(self, _torch_or_numpy(dim, axis), _torch_or_numpy(keepdim, keepdims))
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The variance over ``dim``, dividing by ``n - 1`` by default, as PyTorch's (``functions/reduction.py``)."""
+        return _fn.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The standard deviation over ``dim``, with ``var``'s arguments."""
+        return _fn.std(self, dim, unbiased, keepdim, correction=correction)
 
     def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Maximum values over one dimension (or all)."""

@@ -112,7 +112,8 @@ def test_output_is_a_batch_last_view_and_backward_accepts_any_layout():
 
 def test_two_convolutions_in_a_row_keep_working_on_the_batch_last_layout():
     x = dlscratch.tensor(random((2, 1, 6, 6), 15), requires_grad=True)
-    w1, w2 = dlscratch.tensor(random((3, 1, 3, 3), 16)), dlscratch.tensor(random((2, 3, 3, 3), 17))
+    w1 = dlscratch.tensor(random((3, 1, 3, 3), 16), requires_grad=True)
+    w2 = dlscratch.tensor(random((2, 3, 3, 3), 17), requires_grad=True)
     dlscratch.gradcheck(lambda x, w1, w2: F.conv2d(F.conv2d(x, w1, padding=1).relu(), w2), x, w1, w2)
 
 

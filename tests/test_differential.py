@@ -16,7 +16,7 @@ CI runs ``PROGRAMS`` derandomized programs per variant (the "ci" profile); ``HYP
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
-from user_programs import VARIANTS, comparable, compare_runs, programs, run_program, same_values
+from user_programs import VARIANTS, coarsest_dtype, comparable, compare_runs, programs, run_program, same_values
 
 from dlscratch import backend
 
@@ -61,12 +61,30 @@ FLOAT64_LSTM_BIAS = {
                 ("forward_backward", 0, 1, 0, False)],
 }
 
+# Found by the long survey: a CPU model cast to float16, a float32 layer after its convolution. The paths' float16
+# convolutions rounded differently (the fast one added the bias inside its float32 sum), by far more than float32's
+# ulps once the float32 layer read them.
+FLOAT16_CONV_FLOAT32_HEAD = {
+    "kind": "cnn", "optimizers": ("sgd_momentum", "adam"), "seed": 0,
+    "actions": [("cast", 0, "half"), ("set_data", 0, 2, "float32", 0), ("forward_backward", 0, 3, 0, True)],
+}
+
+# Found by the long survey: a backward onto a ``.grad.data`` of the wrong shape failed after adding into other
+# leaves' gradients, in an order that differs between the paths.
+WRONG_SHAPE_GRAD_THEN_BACKWARD = {
+    "kind": "mlp", "optimizers": ("adam", "adam"), "seed": 2,
+    "actions": [("forward_backward", 1, 1, 25, False), ("bad_grad", 1, 4, "data_wrong_shape"),
+                ("forward_backward", 1, 1, 0, False)],
+}
+
 
 @settings(max_examples=max(settings.default.max_examples, PROGRAMS),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @example(program=ISSUE_51_FIRST_CASE)
 @example(program=FLOAT64_AFTER_RELU)
 @example(program=FLOAT64_LSTM_BIAS)
+@example(program=FLOAT16_CONV_FLOAT32_HEAD)
+@example(program=WRONG_SHAPE_GRAD_THEN_BACKWARD)
 @given(program=programs())
 def test_no_program_tells_the_fast_path_from_the_reference_path(variant, program):
     assume(comparable(program, variant))
@@ -95,6 +113,20 @@ def test_the_comparison_accepts_ulps_apart_and_nothing_a_user_could_tell_apart()
     assert not same_values(a, np.array([1.0, 0.0, np.inf, 0.0], np.float32))
     assert not same_values(a, a.astype(np.float64))
     assert not same_values(a, np.array([1.001, 0.0, np.inf, np.nan], np.float32))
+
+
+def test_a_program_through_float16_is_compared_to_float16s_rounding():
+    """A float16 difference survives a later ``float()``; below float16's normal range its ulp is 6e-8. Nothing
+    coarser passes, and a program that never holds float16 is compared to float32's rounding."""
+    a = np.array([1.0, 3e-7], np.float32)
+    half_ulp_apart = np.array([1.0 + 2**-10, 3e-7 + 6e-8], np.float32)
+    assert not same_values(a, half_ulp_apart)
+    assert same_values(a, half_ulp_apart, coarsest=np.float16)
+    assert not same_values(a, np.array([1.1, 3e-7], np.float32), coarsest=np.float16)
+    cast = {**ISSUE_51_FIRST_CASE, "actions": [("cast", 0, "half")]}
+    assert coarsest_dtype(cast) is np.float16
+    assert coarsest_dtype({**cast, "actions": [("set_data", 1, 0, "float16", 0)]}) is np.float16
+    assert coarsest_dtype(ISSUE_51_FIRST_CASE) is np.float32
 
 
 @pytest.mark.parametrize("all_variants", VARIANTS)

@@ -215,6 +215,19 @@ def test_two_ranks_at_half_the_batch_train_one_processs_weights(tmp_path, bucket
 
 
 @needs_mpi
+@pytest.mark.parametrize("bucket_cap_mb, device", [(1000, "cpu"), (0.0001, "cpu"), (0.0001, "gpu")])
+def test_a_branch_unused_after_the_first_step_and_a_module_used_twice_train_one_processs_weights(
+        tmp_path, bucket_cap_mb, device):
+    """A parameter that got no gradient keeps none on every rank (Adam leaves it alone, as in one process), and
+    a module applied twice in a step is averaged once, with its whole gradient; "gpu" on the stand-in."""
+    env = {"DLSCRATCH_STRICT_GPU": "1", "DLSCRATCH_REFERENCE": "0"} if device == "gpu" else None
+    mpiexec(2, "branchy", tmp_path / "two.npz", bucket_cap_mb, device, env=env)
+    net, _ = worker.train_branchy(4, bucket_cap_mb)
+    assert_close(weights(dlscratch.load(tmp_path / "two.npz")), {k: v.numpy() for k, v in
+                                                                 net.module.state_dict().items()})
+
+
+@needs_mpi
 @pytest.mark.parametrize("bucket_cap_mb", [25, 0.0002])
 def test_two_ranks_on_the_stand_in_train_one_processs_weights(tmp_path, bucket_cap_mb):
     """The GPU path, buckets packed and the means written back: the weights one process trains on the CPU."""
@@ -321,6 +334,24 @@ def test_a_collective_that_waits_past_the_groups_timeout_stops_every_rank_naming
     done = mpiexec(2, "late", tmp_path / "none.npz", check=False, timeout=30)
     assert done.returncode != 0 and time.monotonic() - start < 15
     assert "all_reduce: rank 0 waited 1 s (init_process_group's timeout) for rank 1" in done.stderr
+
+
+@needs_mpi
+@pytest.mark.parametrize("call", ["recv", "irecv"])
+def test_a_wait_for_a_message_from_a_rank_that_left_stops_naming_the_peer(tmp_path, call):
+    start = time.monotonic()
+    done = mpiexec(2, "recv_from_leaver", tmp_path / "none.npz", "wait", call, check=False, timeout=30)
+    assert done.returncode != 0 and time.monotonic() - start < 15  # the group's timeout is 30 minutes
+    name = "irecv from rank 1's wait" if call == "irecv" else "recv from rank 1"
+    assert f"{name}: rank 1 left the process group" in done.stderr and "while rank 0 waits" in done.stderr
+
+
+@needs_mpi
+def test_a_wait_for_a_message_past_the_groups_timeout_stops_naming_the_peer(tmp_path):
+    start = time.monotonic()
+    done = mpiexec(2, "recv_from_leaver", tmp_path / "none.npz", "late", "recv", check=False, timeout=30)
+    assert done.returncode != 0 and time.monotonic() - start < 15
+    assert "recv from rank 1: rank 0 waited 1 s (init_process_group's timeout) for a message with rank 1" in done.stderr
 
 
 @needs_mpi

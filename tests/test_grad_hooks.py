@@ -8,19 +8,39 @@ from dlscratch import autograd, nn
 from dlscratch.distributed import DistributedDataParallel
 
 
-def test_a_hook_sees_each_accumulation_into_a_leaf_and_can_be_removed():
-    w = dlscratch.tensor(np.ones(3, np.float32), requires_grad=True)
+def test_a_hook_runs_once_per_backward_with_the_whole_gradient_and_can_be_removed(path):
+    """Issue 52: ``x * x + x`` gives ``x`` three parts of its gradient; PyTorch calls the hook once, after all."""
+    x = dlscratch.tensor([1.0, 2.0], requires_grad=True)
     seen = []
-    handle = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.numpy().copy()))
-    ((w * 2).sum() + (w * 3).sum()).backward()  # w is used twice: two accumulations
-    assert len(seen) == 2 and sorted(s[0] for s in seen) in ([2.0, 5.0], [3.0, 5.0])
+    handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.numpy().copy()))
+    ((x * x) + x).sum().backward()
+    assert [s.tolist() for s in seen] == [[3.0, 5.0]]
+    ((x * 2).sum() + (x * 3).sum()).backward()  # a second backward: the hook again, once, with the sum so far
+    assert [s.tolist() for s in seen] == [[3.0, 5.0], [8.0, 10.0]]
     handle.remove()
-    w.sum().backward()
+    x.sum().backward()
     assert len(seen) == 2
     with pytest.raises(RuntimeError, match="only a leaf"):
-        (w * 2).register_post_accumulate_grad_hook(print)
+        (x * 2).register_post_accumulate_grad_hook(print)
     with pytest.raises(TypeError, match="callable"):
-        w.register_post_accumulate_grad_hook(3)
+        x.register_post_accumulate_grad_hook(3)
+
+
+def test_a_use_that_sends_no_gradient_still_lets_the_hook_run_once_the_walk_ends(path):
+    """A user's Function returning None for a leaf: that use brings no part, and the hook runs at the end."""
+
+    class FirstOnly(dlscratch.Function):
+        def forward(self, a, b):
+            return a + b
+
+        def backward(self, gy):
+            return gy, None
+
+    x = dlscratch.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.numpy().copy()))
+    (FirstOnly()(x * 2, x) + x).sum().backward()
+    assert [s.tolist() for s in seen] == [[3.0, 3.0]]
 
 
 def test_callbacks_queued_during_backward_run_once_after_every_leaf_has_its_gradient():

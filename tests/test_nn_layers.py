@@ -60,7 +60,7 @@ def test_gradcheck_linear_tanh_linear():
     dlscratch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
     params = list(model.parameters())
-    x = dlscratch.randn(5, 3)
+    x = dlscratch.randn(5, 3, requires_grad=True)
 
     def mlp(x, w1, b1, w2, b2):
         return F.linear(F.tanh(F.linear(x, w1, b1)), w2, b2)

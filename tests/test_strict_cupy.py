@@ -161,3 +161,25 @@ def test_a_float16_product_sums_in_float32_and_rounds_once_as_a_gpus_gemm():
     np.testing.assert_array_equal(out.get(), expected)
     big = sc.asarray(np.full((2, 3), 300, np.float16)) @ sc.asarray(np.full((3, 2), 300, np.float16))
     assert np.isinf(big.get()).all()  # 270,000 is past float16's range
+
+
+def test_an_array_dies_without_running_python_code_so_no_ctrl_c_is_lost():
+    """A Ctrl-C's KeyboardInterrupt raised inside a weakref callback is dropped by Python ("Exception ignored"):
+    the stand-in's arrays die without one, and the table of them still finds every live array."""
+    import sys
+
+    calls = []
+    kept = sc.asarray(np.arange(3, dtype=np.float32))
+    doomed = [kept + i for i in range(3000)]  # past the table's first sweep
+
+    def profile(frame, event, arg):
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        del doomed
+    finally:
+        sys.setprofile(None)
+    assert calls == []
+    assert sc.asarray(kept) is kept and float((kept + 1)[2]) == 3.0

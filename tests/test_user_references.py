@@ -249,3 +249,21 @@ def test_an_lstm_with_a_float64_bias_runs_on_the_gpu_as_on_the_reference_path(wh
     for got, expected in zip(grads["gpu"], grads["reference"]):
         assert got.dtype == expected.dtype
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_backward_onto_a_gradient_of_the_wrong_shape_is_refused_before_it_changes_any_gradient(device, path):
+    """Found by the differential tester: the walk failed at the leaf whose ``.grad.data`` was given another shape,
+    after adding into other leaves' gradients in an order that differs between the paths (the GPU's fused bias and
+    ReLU reach the bias first). Now it is refused before anything changes, alike on both."""
+    model = model_on(device)
+    loss_of(model, device).backward()
+    before = [host(p.grad.data) for p in model.parameters()]
+    xp = B.get_array_module(model[0].weight.data)
+    model[0].weight.grad.data = xp.zeros((3, 4, 2), np.float32)
+    with pytest.raises(RuntimeError, match=r"a leaf of shape \(3, 4\) has a .grad of shape \(3, 4, 2\).*Nothing was"):
+        loss_of(model, device, seed=1).backward()
+    for p, grad in list(zip(model.parameters(), before))[1:]:
+        np.testing.assert_array_equal(host(p.grad.data), grad)
+    model.zero_grad()
+    loss_of(model, device, seed=1).backward()  # fixed: backward runs again
+    assert model[0].weight.grad.shape == (3, 4)

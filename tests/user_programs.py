@@ -476,10 +476,11 @@ def _array_value(array):
 
 
 # ----- comparing runs -----
-def same_values(a, b, signed_zeros=False):
+def same_values(a, b, signed_zeros=False, coarsest=np.float32):
     """True when NumPy arrays ``a`` and ``b`` hold the same numbers: the same dtype and shape, NaN where the other
     has NaN, the same infinities, finite values equal to a few units in the last place of their dtype
-    (``TOLERANCE_ULPS``) and, with ``signed_zeros``, the same signs of zero.
+    (``TOLERANCE_ULPS``) and, with ``signed_zeros``, the same signs of zero. The ulp is ``a``'s dtype's, or that of
+    ``coarsest``, the coarsest float dtype the program's values went through (``coarsest_dtype``), if coarser.
 
     Signs of zero are compared in the probes made to show them (``1 / -0.0`` is ``-inf``; the signed-zero probe
     asks for them), not in gradients and weights, where neither PyTorch nor IEEE 754 arithmetic in another order
@@ -490,7 +491,10 @@ def same_values(a, b, signed_zeros=False):
     an ulp of difference in one step grows over the next few; measured on this file's programs the paths agree
     to the bit in most snapshots and within a few ulps (relative to the array's scale) elsewhere. The ulp is never
     finer than float32's: every program starts in float32, and a float32 rounding difference survives a later
-    ``double()`` unchanged."""
+    ``double()`` unchanged. Likewise a float16 one survives a later ``float()``: a fused update rounds float16 once
+    where the reference rounds after each operation, and the float32 layer that reads the result sees a float16
+    ulp of difference. Below the normal range the ulp is the smallest subnormal: float16's is 6e-8, which a
+    fused update computing in float32 keeps where the reference's float16 product underflows to 0."""
     if a.dtype != b.dtype or a.shape != b.shape:
         return False
     if a.dtype.kind != "f":
@@ -498,7 +502,8 @@ def same_values(a, b, signed_zeros=False):
     nan_a, nan_b = np.isnan(a), np.isnan(b)
     if not np.array_equal(nan_a, nan_b):
         return False
-    eps = max(float(np.finfo(a.dtype).eps), float(np.finfo(np.float32).eps))
+    coarse = max(np.finfo(a.dtype), np.finfo(coarsest), key=lambda info: info.eps)
+    eps, ulp_below_normal = float(coarse.eps), float(coarse.smallest_subnormal)
     a, b = a[~nan_a].astype(np.float64), b[~nan_b].astype(np.float64)
     if not np.array_equal(np.isinf(a), np.isinf(b)) or not np.array_equal(a[np.isinf(a)], b[np.isinf(b)]):
         return False
@@ -508,7 +513,7 @@ def same_values(a, b, signed_zeros=False):
     finite = np.isfinite(a)
     a, b = a[finite], b[finite]
     scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
-    return bool(np.all(np.abs(a - b) <= TOLERANCE_ULPS * eps * scale))
+    return bool(np.all(np.abs(a - b) <= TOLERANCE_ULPS * max(eps * scale, ulp_below_normal)))
 
 
 TOLERANCE_ULPS = 64
@@ -516,18 +521,27 @@ WARNINGS = "warnings"
 PROBE = "result probe"  # the names of the observables whose signs of zero are compared
 
 
-def same_observable(a, b, signed_zeros=False):
+def same_observable(a, b, signed_zeros=False, coarsest=np.float32):
     """Compare two snapshot entries: arrays by ``same_values``, everything else (nested) by equality."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and same_values(a, b, signed_zeros)
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and same_values(a, b, signed_zeros, coarsest)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(map(same_observable, a, b))
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(same_observable(x, y, coarsest=coarsest) for x, y in zip(a, b)))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_observable(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(same_observable(a[k], b[k], coarsest=coarsest) for k in a)
     return a == b
 
 
-def first_difference(expected, got, variant):
+def coarsest_dtype(program):
+    """The coarsest float dtype a program's values go through: float16 where it casts a model or sets a
+    parameter to float16, else float32."""
+    to_half = any(a[:1] == ("cast",) and a[2] == "half" or a[:1] == ("set_data",) and a[3] == "float16"
+                  for a in program["actions"])
+    return np.float16 if to_half else np.float32
+
+
+def first_difference(expected, got, variant, coarsest=np.float32):
     """The first observable where two runs' snapshots differ: ``(action index, name, expected, got)``, or None.
     Names starting with ``~`` (error and warning messages) are shown, not compared; nor are the warnings on the
     GPU, where CuPy reports no floating-point errors."""
@@ -537,7 +551,7 @@ def first_difference(expected, got, variant):
                 continue
             missing = "(not there)"
             a, b = shot_a.get(name, missing), shot_b.get(name, missing)
-            if not same_observable(a, b, signed_zeros=name.startswith(PROBE)):
+            if not same_observable(a, b, signed_zeros=name.startswith(PROBE), coarsest=coarsest):
                 return index, name, a, b
     return None
 
@@ -582,7 +596,7 @@ def compare_runs(program, variant):
     """Run ``program`` on reference-numpy and on ``variant``; return None, or the report of the first difference
     with the difference itself."""
     expected, got = run_program(program, "reference-numpy"), run_program(program, variant)
-    difference = first_difference(expected, got, variant)
+    difference = first_difference(expected, got, variant, coarsest_dtype(program))
     if difference is None:
         return None
     return report(program, variant, difference, expected, got), difference

@@ -18,8 +18,12 @@ Powers of two as scale and factors make scaling and unscaling exact in floating 
 import math
 import numbers
 
+import numpy
+
 from .. import backend
 from ..tensor import Tensor
+
+_FLOAT32_MAX = float(numpy.finfo(numpy.float32).max)
 
 STATE_KEYS = ("scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker")
 
@@ -116,7 +120,7 @@ class GradScaler:
 
     def update(self, new_scale=None):
         """After every optimizer's ``step``: halve the scale if any gradient overflowed, double it after
-        ``growth_interval`` clean steps; or set it to ``new_scale``."""
+        ``growth_interval`` clean steps (never past float32's largest finite number); or set it to ``new_scale``."""
         if not self._enabled:
             return
         if new_scale is not None:
@@ -133,7 +137,9 @@ class GradScaler:
             else:
                 self._growth_tracker += 1
                 if self._growth_tracker == self._growth_interval:
-                    self._scale *= self._growth_factor
+                    grown = self._scale * self._growth_factor
+                    if grown <= _FLOAT32_MAX:  # PyTorch keeps the scale finite in float32, where the loss is scaled
+                        self._scale = grown
                     self._growth_tracker = 0
         self._unscaled, self._stepped = {}, False
 

@@ -15,7 +15,11 @@ megabytes, in reverse order (the order in which backward reaches them). A hook o
 into one flat array and a non-blocking all-reduce (MPI's ``Iallreduce``, or NCCL on GPUs) starts, while
 backward goes on with the layers below. When backward has reached every leaf (``autograd.queue_callback``)
 the remaining buckets are sent, every reduction is waited for, and the means are written back into the
-gradients. A smaller bucket starts sending sooner but pays MPI's latency more often: lesson 11 measures it.
+gradients. A parameter that no rank has a gradient for (a branch the step did not use) keeps none, as in one
+process, so that an optimizer leaves it alone: each bucket carries, after its gradients, one number per
+parameter, the count of ranks that have one (PyTorch's ``find_unused_parameters`` finds the same). A parameter
+used twice in a step (a module applied twice) is sent once, with its whole gradient. A smaller bucket starts
+sending sooner but pays MPI's latency more often: lesson 11 measures it.
 """
 
 import contextlib
@@ -71,12 +75,7 @@ class DistributedDataParallel(Module):
         if self._pass is None:
             object.__setattr__(self, "_pass", _Pass())
             autograd.queue_callback(self._finish)
-        if id(p) in self._pass.ready:
-            raise RuntimeError(
-                "DistributedDataParallel: a parameter received a second gradient in one backward pass after its "
-                f"bucket was sent (shape {p.shape}; a parameter used twice, such as tied weights); use one "
-                "bucket for all (bucket_cap_mb large enough) or no_sync() and average yourself")
-        self._pass.ready.add(id(p))
+        self._pass.ready.add(id(p))  # once per pass, with its whole gradient (a parameter used twice included)
         bucket = self._bucket_of[id(p)]
         if all(id(q) in self._pass.ready for q in bucket):
             self._pass.send(bucket)
@@ -102,10 +101,12 @@ class _Pass:
         return any(request[0] is bucket for request in self.requests)
 
     def send(self, bucket):
-        """Pack the bucket's gradients (zeros for a parameter that got none) and start their all-reduce."""
+        """Pack the bucket's gradients (zeros for a parameter that has none on this rank), then one count per
+        parameter of the ranks that have one, and start their all-reduce."""
         xp = backend.get_array_module(bucket[0].data)
+        has = xp.asarray([p.grad is not None for p in bucket], dtype=bucket[0].dtype)
         flat = xp.concatenate([(p.grad.data if p.grad is not None else xp.zeros_like(p.data)).reshape(-1)
-                               for p in bucket])
+                               for p in bucket] + [has])
         if backend.is_gpu_array(flat) and nccl.usable():
             nccl.all_reduce(flat, "sum")  # queued on the stream: nothing to wait for on the host
             self.requests.append((bucket, flat, None, None))
@@ -123,10 +124,12 @@ class _Pass:
             mean = (host if host is not None else flat) / world
             if backend.is_gpu_array(flat) and host is not None:
                 mean = backend.get_array_module(flat).asarray(mean)
-            start = 0
-            for p in bucket:
+            start, counts = 0, mean[len(mean) - len(bucket):]
+            for p, count in zip(bucket, counts.tolist()):
                 part = mean[start:start + p.data.size].reshape(p.shape)
                 start += p.data.size
+                if count == 0:  # no rank has a gradient for it: it keeps none, as one process would
+                    continue
                 if p.grad is None:
                     p.grad = Tensor(part.astype(p.dtype))
                 else:

@@ -12,14 +12,15 @@ way. GPU arrays travel through host memory (a copy each way); host arrays go to 
 
 from .. import backend
 from .collectives import message_buffer, through_host
-from .process_group import communicator, get_rank, get_world_size
+from .process_group import communicator, get_rank, get_world_size, watched
 
 
 class Work:
     """A message under way; ``wait()`` returns once it is done (for ``irecv``: once the tensor holds it)."""
 
-    def __init__(self, request, finish=None, host_copy=None):
+    def __init__(self, request, name, peer, finish=None, host_copy=None):
         self._request, self._finish, self._done = request, finish, False
+        self._name, self._peer = name, peer  # for the watchdog, while wait() waits
         self._host_copy = host_copy  # MPI reads or writes it until the message is through: keep it alive
 
     def is_completed(self):
@@ -30,7 +31,7 @@ class Work:
 
     def wait(self):
         if not self._done:
-            self._request.Wait()
+            watched(None, f"{self._name}'s wait", self._request.Wait, peer=self._peer)
             self._complete()
         return True
 
@@ -44,7 +45,8 @@ class Work:
 def send(tensor, dst, tag=0):
     """Send ``tensor``'s values to rank ``dst``; returns when the buffer may be reused."""
     array, comm = _checked(tensor, dst, "send", "dst")
-    through_host(array, lambda host: comm.Send(host, dest=dst, tag=tag), write_back=False)
+    through_host(array, lambda host: watched(None, f"send to rank {dst}", comm.Send, host, dest=dst, tag=tag,
+                                             peer=dst), write_back=False)
 
 
 def recv(tensor, src=None, tag=0):
@@ -54,17 +56,20 @@ def recv(tensor, src=None, tag=0):
     array, comm = _checked(tensor, src, "recv", "src")
     status = MPI.Status()
     source = MPI.ANY_SOURCE if src is None else src
-    through_host(array, lambda host: comm.Recv(host, source=source, tag=tag, status=status))
+    name = "recv from any rank" if src is None else f"recv from rank {src}"
+    through_host(array, lambda host: watched(None, name, comm.Recv, host, source=source, tag=tag, status=status,
+                                             peer=src))
     return status.Get_source()
 
 
 def isend(tensor, dst, tag=0):
     """Start sending ``tensor`` to rank ``dst``; do not change it before ``wait()`` on the returned ``Work``."""
     array, comm = _checked(tensor, dst, "isend", "dst")
+    name = f"isend to rank {dst}"
     if not backend.is_gpu_array(array):
-        return Work(comm.Isend(array, dest=dst, tag=tag))
+        return Work(comm.Isend(array, dest=dst, tag=tag), name, dst)
     host = backend.to_cpu(array)
-    return Work(comm.Isend(host, dest=dst, tag=tag), host_copy=host)
+    return Work(comm.Isend(host, dest=dst, tag=tag), name, dst, host_copy=host)
 
 
 def irecv(tensor, src=None, tag=0):
@@ -74,14 +79,15 @@ def irecv(tensor, src=None, tag=0):
 
     array, comm = _checked(tensor, src, "irecv", "src")
     source = MPI.ANY_SOURCE if src is None else src
+    name = "irecv from any rank" if src is None else f"irecv from rank {src}"
     if not backend.is_gpu_array(array):
-        return Work(comm.Irecv(array, source=source, tag=tag))
+        return Work(comm.Irecv(array, source=source, tag=tag), name, src)
     host = backend.to_cpu(array)
 
     def to_device():
         array[...] = backend.get_array_module(array).asarray(host)
 
-    return Work(comm.Irecv(host, source=source, tag=tag), finish=to_device, host_copy=host)
+    return Work(comm.Irecv(host, source=source, tag=tag), name, src, finish=to_device, host_copy=host)
 
 
 def _checked(tensor, peer, caller, role):

@@ -146,13 +146,14 @@ def start_collective():
     return _world["started"]
 
 
-def watched(number, name, call, *args, **kwargs):
+def watched(number, name, call, *args, peer=None, **kwargs):
     """``call(*args, **kwargs)``: a blocking MPI call in which this rank waits for the others in its collective
-    ``number``, called ``name`` in the watchdog's errors; the watchdog knows it meanwhile."""
+    ``number``, called ``name`` in the watchdog's errors; the watchdog knows it meanwhile. For a message
+    (``number`` None) ``peer`` is the rank it waits for (None: any other rank)."""
     watchdog = _world["watchdog"]
     if watchdog is None:
         return call(*args, **kwargs)
-    watchdog.waiting = (number, name, time.monotonic())
+    watchdog.waiting = (number, name, time.monotonic(), peer)
     try:
         return call(*args, **kwargs)
     finally:

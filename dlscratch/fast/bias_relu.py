@@ -113,7 +113,7 @@ _FUSED = {Linear: _linear_relu, Conv2d: _conv2d_relu}  # the product's class, ex
 def fused_pair(module, after, x):
     """What computes ``after(module(x))`` with one kernel for the bias and the ReLU, or None (see above)."""
     fused = _FUSED.get(type(module))
-    if (fused is None or type(after) is not ReLU or module.bias is None
+    if (fused is None or type(after) is not ReLU or after.inplace or module.bias is None
             or not (runs_as_its_class(module) and runs_as_its_class(after))
             or not _one_float_dtype(data_of(x), data_of(module.weight), data_of(module.bias))
             or not (backend.is_gpu_array(data_of(x)) and backend.has_kernels())):

@@ -24,7 +24,8 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
   68.7-69.4 ms without; 88.9-94.1 ms either way when freed memory goes back to the system), so it
   was removed.
 - **Gradients adopted without copies** (``fresh_grads``): each gradient is a new GEMM result.
-- **Float16 on a CPU** through ``matmul.gemm``: NumPy has no float16 GEMM; float32 BLAS sums, rounded once.
+- **Float16 on a CPU** through the reference's ``gemm`` (``functions/products.py``), and with the bias added after
+  it, as there: the reference rounds the product to float16 before the bias is added.
 
 Measured on a 2-core AMD EPYC, NumPy 2, OpenBLAS (``python -m dlscratch.bench conv`` prints the
 reference path beside this one).
@@ -32,17 +33,19 @@ reference path beside this one).
 
 from dataclasses import replace
 
+import numpy
+
 from .. import backend
 from ..function import Function
 from ..functions import conv as reference
 from ..functions.conv_algorithms import registered_algorithm
 from ..functions.conv_checks import check_conv2d
+from ..functions.products import gemm
 from ..paths import fast_version_of
 from ..tensor import data_of
 from . import tuning
 from .im2col import COL2IM, IM2COL, resolve_method
 from .layout import is_batch_last, to_batch_last, unpad_batch_last
-from .matmul import gemm
 from .threads import in_parts
 
 
@@ -65,8 +68,9 @@ class Conv2dFunction(Function):
         rows = geometry.cols_shape[0]
         # with a bias, the column matrix gets one more row, of ones, and the weight matrix the bias
         # as one more column: the GEMM adds the bias, and the weight-gradient GEMM sums gy for it
-        # (on a GPU the bias is added to the product instead: fewer launches)
-        self.bias_row = bias is not None and not backend.is_gpu_array(x)
+        # (on a GPU the bias is added to the product instead: fewer launches; in float16 too, where the reference
+        # rounds the product to float16 before adding the bias, and one rounding fewer would give other numbers)
+        self.bias_row = bias is not None and not backend.is_gpu_array(x) and x.dtype != numpy.float16
         shape = (rows + self.bias_row, geometry.cols_shape[1])
         cols = backend.get_array_module(x).empty(shape, dtype=x.dtype)
         IM2COL[self.method](x, geometry, cols[:rows])

@@ -37,5 +37,5 @@ class KernelReLU(ReLU):
 
 
 @fast_version_of(reference_relu)
-def relu(x):
-    return KernelReLU()(x)
+def relu(x, inplace=False):
+    return x.relu_() if inplace else KernelReLU()(x)

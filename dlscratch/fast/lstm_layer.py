@@ -43,7 +43,7 @@ from ..functions.lstm_layer import LSTMLayer, apply_lstm_layer
 from ..functions.lstm_layer import lstm_layer as reference_lstm_layer
 from ..paths import fast_version_of
 from . import lstm_kernels
-from .lstm import bias_gradients
+from .lstm import bias_gradients, one_dtype
 
 
 class LoopLSTMLayer(LSTMLayer):
@@ -54,7 +54,7 @@ class LoopLSTMLayer(LSTMLayer):
     looped = False  # forward ran the loop below (not the reference's, for mixed dtypes)
 
     def forward(self, x, h0, c0, W_ih, W_hh, b_ih=None, b_hh=None):
-        if any(a is not None and a.dtype != x.dtype for a in (h0, c0, W_ih, W_hh, b_ih, b_hh)):
+        if not one_dtype(x, h0, c0, W_ih, W_hh, b_ih, b_hh):
             return super().forward(x, h0, c0, W_ih, W_hh, b_ih, b_hh)  # the kernels take one dtype; the dtype rule
         self.looped = True
         self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)

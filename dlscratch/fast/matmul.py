@@ -8,30 +8,16 @@ inner dimension 2, the second column and row zero: the same numbers (``x * y + 0
 2-3x faster on two cores (784 x 1000: 260 -> 110 us; 2-core AMD EPYC, NumPy 2, OpenBLAS).
 ``MatMul``, ``Linear`` and ``LSTMCell`` (``fast/lstm.py``) use it for their weight gradients.
 
-Float16 on a CPU: NumPy has no float16 GEMM. Its own loop multiplied (64, 1568) @ (1568, 128) in 165 ms where
-float32's BLAS took 0.28 ms (600x). ``gemm`` hands float16 operands to the float32 BLAS (NumPy converts them as it
-goes, ``matmul(..., dtype=float32)``) and rounds the result to float16 once: 0.86 ms. These are the numbers a
-GPU's tensor cores produce, float16 operands summed in float32, and what ``autocast`` needs on a CPU to be slower
-than float32 by a factor instead of by orders of magnitude. On a GPU, CuPy calls cuBLAS's float16 GEMM itself.
+Every product here goes through the reference's ``gemm`` (``functions/products.py``), float16's rule included.
 """
-
-import numpy
 
 from ..backend import get_array_module, is_gpu_array
 from ..functions.matmul import Linear, MatMul
 from ..functions.matmul import linear as reference_linear
 from ..functions.matmul import matmul as reference_matmul
+from ..functions.products import gemm
 from ..paths import fast_version_of
 from . import tuning
-
-
-def gemm(a, b):
-    """``a @ b``; float16 operands on a CPU summed in float32 by BLAS, rounded once (see above)."""
-    if a.dtype == numpy.float16 and b.dtype == numpy.float16 and not is_gpu_array(a):
-        product = get_array_module(a).matmul(a, b, dtype=numpy.float32)
-        with numpy.errstate(over="ignore"):  # a sum past float16's range is inf, as on a GPU; GradScaler sees it
-            return product.astype(numpy.float16)
-    return a @ b
 
 
 def outer_or_matmul(a, b):
@@ -41,7 +27,7 @@ def outer_or_matmul(a, b):
     rows, row_length = a.shape[0], b.shape[1]
     if is_gpu_array(a) or rows < tuning.PADDED_GEMM_MIN_ROWS or row_length > tuning.PADDED_GEMM_MAX_ROW:
         return a * b
-    return _pad_inner(a, axis=1) @ _pad_inner(b, axis=0)
+    return gemm(_pad_inner(a, axis=1), _pad_inner(b, axis=0))
 
 
 def _pad_inner(v, axis):
@@ -56,12 +42,10 @@ def _pad_inner(v, axis):
 
 
 class FastMatMul(MatMul):
-    product = staticmethod(gemm)
     weight_product = staticmethod(outer_or_matmul)
 
 
 class FastLinear(Linear):
-    product = staticmethod(gemm)
     weight_product = staticmethod(outer_or_matmul)
 
 

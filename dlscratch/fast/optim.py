@@ -54,7 +54,6 @@ from .. import backend
 from ..optim.adadelta import AdaDelta
 from ..optim.adam import Adam
 from ..optim.sgd import SGD
-from ..optim.signals import float_errors_raise
 from ..paths import fast_version_of
 from . import optim_kernels
 
@@ -178,9 +177,9 @@ def first_state(state, names, like):
 
 
 def computes_in_place(p):
-    """True when the update of ``p`` (a ``Staged``) may be computed in place: on a GPU, or where NumPy's
-    floating-point errors do not raise (a raise midway would leave a step half written)."""
-    return optim_kernels.runs_on_kernels(p.data) or not float_errors_raise()
+    """True when the update of ``p`` (a ``Staged``) may be computed in place: on a GPU (one kernel), or where
+    NumPy's floating-point errors do not raise (``p.may_write``)."""
+    return p.may_write or optim_kernels.runs_on_kernels(p.data)
 
 
 @fast_version_of(SGD._update)
@@ -189,10 +188,8 @@ def sgd_update(self, p, grad, state, group):
         return SGD._update(self, p, grad, state, group)
     lr, momentum, weight_decay = float(group["lr"]), float(group["momentum"]), float(group["weight_decay"])
     if optim_kernels.runs_on_kernels(p.data):
-        buf = state["momentum_buffer"] if momentum and "momentum_buffer" in state else None
-        first = bool(momentum) and buf is None
-        if first:
-            buf = state["momentum_buffer"] = backend.get_array_module(p.data).empty_like(p.data)
+        first = bool(momentum) and first_state(state, ["momentum_buffer"], p.data)
+        buf = state["momentum_buffer"] if momentum else None
         p.apply = functools.partial(optim_kernels.sgd, grad, p.data, buf, lr, momentum, float(group["dampening"]),
                                     weight_decay, group["nesterov"], first)
         return

@@ -19,7 +19,7 @@ from .lstm_cell import lstm_cell
 from .lstm_layer import lstm_layer
 from .matmul import linear, matmul
 from .pooling import avg_pool2d, max_pool2d
-from .reduction import amax, mean, sum
+from .reduction import amax, mean, std, sum, var
 from .shape import flatten, permute, reshape, squeeze, transpose, unsqueeze, wrap_dim
 from .softmax import log_softmax, softmax
 
@@ -28,7 +28,7 @@ __all__ = [
     "flatten", "getitem", "linear", "log", "log_softmax", "lstm_cell", "lstm_layer", "matmul", "mean", "mse_loss",
     "mul",
     "neg", "permute", "pow", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "stack",
-    "sub", "sum", "sum_to", "sum_to_shape", "tanh", "to_device", "transpose", "unsqueeze", "wrap_dim",
+    "std", "sub", "sum", "sum_to", "sum_to_shape", "tanh", "to_device", "transpose", "unsqueeze", "var", "wrap_dim",
     "avg_pool2d", "col2im", "conv2d", "im2col", "max_pool2d",
 ]
 

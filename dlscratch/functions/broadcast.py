@@ -6,6 +6,7 @@ back over the dimensions that were broadcast (``sum_to``).
 
 from ..backend import get_array_module
 from ..function import Function
+from .sums import sum_over
 
 
 def sum_to(g, shape):
@@ -24,7 +25,7 @@ def sum_to(g, shape):
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
     )
-    return g.sum(axis=axes, keepdims=True).reshape(shape)
+    return sum_over(g, axes, keepdims=True).reshape(shape)
 
 
 def _expandable(shape, to):

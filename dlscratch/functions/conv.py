@@ -19,6 +19,7 @@ from ..paths import dispatch
 from .conv_algorithms import registered_algorithm
 from .conv_checks import check_conv2d
 from .im2col import col2im_reference, im2col_reference
+from .products import gemm
 
 
 class Conv2dFunction(Function):
@@ -33,7 +34,7 @@ class Conv2dFunction(Function):
         geometry = self.geometry
         self.cols = im2col_reference(x, geometry)  # (C*kh*kw, Ho*Wo*N)
         self.weight = weight
-        y = weight.reshape(len(weight), -1) @ self.cols  # (O, Ho*Wo*N)
+        y = gemm(weight.reshape(len(weight), -1), self.cols)  # (O, Ho*Wo*N)
         if bias is not None:
             y += bias[:, None]
         y = y.reshape(len(weight), geometry.Ho, geometry.Wo, geometry.N)  # O, not -1: N may be 0
@@ -43,8 +44,8 @@ class Conv2dFunction(Function):
         out_channels = gy.shape[1]
         gy = gy.transpose(1, 2, 3, 0).reshape(out_channels, -1)  # (O, Ho*Wo*N), the layout of cols
         weight = self.weight.reshape(out_channels, -1)
-        gx = col2im_reference(weight.T @ gy, self.geometry) if self.needs_input_grad[0] else None
-        gw = (gy @ self.cols.T).reshape(self.weight.shape) if self.needs_input_grad[1] else None
+        gx = col2im_reference(gemm(weight.T, gy), self.geometry) if self.needs_input_grad[0] else None
+        gw = gemm(gy, self.cols.T).reshape(self.weight.shape) if self.needs_input_grad[1] else None
         if len(self.inputs) == 2:
             return gx, gw
         return gx, gw, gy.sum(axis=1) if self.needs_input_grad[2] else None

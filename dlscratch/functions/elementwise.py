@@ -97,6 +97,16 @@ class ReLU(Function):
         return gy * (self.y > 0)
 
 
+class InPlaceReLU(ReLU):
+    """``ReLU`` writing its output into its input's memory (``inplace.relu_`` makes that memory the output's)."""
+
+    name = "relu_"
+
+    def forward(self, x):
+        self.y = get_array_module(x).maximum(x, 0, out=x)
+        return self.y
+
+
 def exp(x):
     return Exp()(x)
 
@@ -122,5 +132,6 @@ def sigmoid(x):
 
 
 @dispatch
-def relu(x):
-    return ReLU()(x)
+def relu(x, inplace=False):
+    """``max(x, 0)``; ``inplace=True`` writes it into ``x`` (``Tensor.relu_``)."""
+    return x.relu_() if inplace else ReLU()(x)

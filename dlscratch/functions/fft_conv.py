@@ -19,6 +19,7 @@ into the part that is kept.
 from .. import backend
 from ..function import Function
 from .conv_algorithms import register_algorithm
+from .sums import sum_over
 
 
 class FFTConv2d(Function):
@@ -54,7 +55,7 @@ class FFTConv2d(Function):
             gw = xp.fft.irfft2(_per_frequency(G.conj(), self.X, transpose_a=True), s=self.grid)
             gw = xp.ascontiguousarray(gw[:, :, :self.kernel[0], :self.kernel[1]]).astype(gy.dtype)
         if len(self.inputs) == 3 and self.needs_input_grad[2]:
-            gb = gy.sum(axis=(0, 2, 3))
+            gb = sum_over(gy, (0, 2, 3))
         return (gx, gw) if len(self.inputs) == 2 else (gx, gw, gb)
 
 

@@ -9,11 +9,11 @@ followed by the point-wise half (``lstm_pointwise.py``). The backward is the sam
 the point-wise backward gives ``gz: (N, 4H)``, and four GEMMs give the rest.
 """
 
-import operator
-
 from ..function import Function
 from ..paths import dispatch
 from .lstm_pointwise import lstm_pointwise_backward, lstm_pointwise_forward
+from .products import gemm
+from .sums import sum_over
 
 
 class LSTMCell(Function):
@@ -24,12 +24,12 @@ class LSTMCell(Function):
     saves_outputs = True  # backward reads the output too
     name = "lstm_cell"
     fresh_grads = True
-    weight_product = staticmethod(operator.matmul)  # gz.T @ x; the fast path writes outer products faster
+    weight_product = staticmethod(gemm)  # gz.T @ x; the fast path writes outer products faster
 
     @staticmethod
     def bias_gradients(gz):
         """``[gb, gb]``: both biases get the same gradient, ``gz: (N, 4H)`` summed over the batch."""
-        gb = gz.sum(axis=0)
+        gb = sum_over(gz, 0)
         return [gb, gb]
 
     def __init__(self, bias=True, peephole=False):
@@ -37,8 +37,8 @@ class LSTMCell(Function):
 
     def forward(self, x, h, c, W_ih, W_hh, *rest):
         check_cell_shapes(x, h, c, W_ih, W_hh, rest[:2] if self.bias else ())
-        z = x @ W_ih.T
-        z += h @ W_hh.T
+        z = gemm(x, W_ih.T)
+        z += gemm(h, W_hh.T)
         if self.bias:
             z += rest[0]
             z += rest[1]
@@ -53,8 +53,8 @@ class LSTMCell(Function):
         gz_t = gz.T
         need = self.needs_input_grad
         grads = [
-            gz @ W_ih if need[0] else None,
-            gz @ W_hh if need[1] else None,
+            gemm(gz, W_ih) if need[0] else None,
+            gemm(gz, W_hh) if need[1] else None,
             gc_prev,
             self.weight_product(gz_t, x) if need[3] else None,
             self.weight_product(gz_t, h) if need[4] else None,

@@ -28,6 +28,7 @@ from ..function import Function
 from ..paths import dispatch
 from .lstm_cell import LSTMCell, check_cell_shapes
 from .lstm_pointwise import lstm_pointwise_backward, lstm_pointwise_forward
+from .products import gemm
 
 
 class LSTMLayer(Function):
@@ -59,7 +60,7 @@ class LSTMLayer(Function):
     def forward(self, x, h0, c0, W_ih, W_hh, b_ih=None, b_hh=None):
         self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)
         xp = get_array_module(x)
-        z_all = x @ W_ih.T  # every step's input projection in one GEMM: (R, 4H)
+        z_all = gemm(x, W_ih.T)  # every step's input projection in one GEMM: (R, 4H)
         if self.bias:
             z_all += b_ih + b_hh
         y, c_all, tanh_c_all = xp.empty((3, x.shape[0], W_hh.shape[1]), dtype=x.dtype)
@@ -69,7 +70,7 @@ class LSTMLayer(Function):
             rows = slice(start, start + n)
             h_prev_all[rows], c_prev_all[rows] = h[:n], c[:n]
             z = z_all[rows]
-            z += (W_hh @ h_prev_all[rows].T).T
+            z += gemm(W_hh, h_prev_all[rows].T).T
             lstm_pointwise_forward(z, c_prev_all[rows], h_out=y[rows], c_out=c_all[rows], tanh_c_out=tanh_c_all[rows])
             h[:n], c[:n] = y[rows], c_all[rows]
         self.saved = (x, W_ih, W_hh, z_all, h_prev_all, c_prev_all, c_all, tanh_c_all)
@@ -85,7 +86,7 @@ class LSTMLayer(Function):
             gh_t = gh[:n] if gy is None else gh[:n] + gy[rows]
             _, gc[:n], _ = lstm_pointwise_backward(gates[rows], c_prev_all[rows], c_all[rows], tanh_c_all[rows],
                                                    gh_t, gc[:n], gz_out=gz_all[rows])
-            gh[:n] = (W_hh_t @ gz_all[rows].T).T
+            gh[:n] = gemm(W_hh_t, gz_all[rows].T).T
         return self.gradients(gz_all, gh, gc)
 
     def backward_buffers(self, gh_n, gc_n):
@@ -106,13 +107,13 @@ class LSTMLayer(Function):
         x, W_ih, _, _, h_prev_all, _, _, _ = self.saved
         need = self.needs_input_grad
         if gx is None and need[0]:  # the input sequence: usually data, which needs none
-            gx = gz_all @ W_ih
+            gx = gemm(gz_all, W_ih)
         grads = [
             gx,
             gh,
             gc,
-            gz_all.T @ x if need[3] else None,  # every step's weight gradient in one GEMM
-            gz_all.T @ h_prev_all if need[4] else None,
+            gemm(gz_all.T, x) if need[3] else None,  # every step's weight gradient in one GEMM
+            gemm(gz_all.T, h_prev_all) if need[4] else None,
         ]
         if self.bias:
             grads += self.bias_gradients(gz_all)

@@ -18,6 +18,7 @@ runs each direction as one fused CUDA kernel that computes the same numbers in o
 
 from .. import backend
 from ..paths import dispatch
+from .sums import sum_over
 
 
 def _sigmoid_(a, xp):
@@ -106,7 +107,7 @@ def peephole_gradients(gz, c_prev, c, peephole):
     if peephole is None:
         return None
     H = c.shape[1]
-    return (gz[:, :H] * c_prev).sum(axis=0), (gz[:, H:2 * H] * c_prev).sum(axis=0), (gz[:, 3 * H:] * c).sum(axis=0)
+    return sum_over(gz[:, :H] * c_prev, 0), sum_over(gz[:, H:2 * H] * c_prev, 0), sum_over(gz[:, 3 * H:] * c, 0)
 
 
 def _backward_plain(gates, c_prev, tanh_c, gh, gc, peephole, gz, gc_prev, xp):

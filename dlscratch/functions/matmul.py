@@ -1,20 +1,18 @@
 """Matrix products: ``matmul`` (1-D, 2-D and batched, as ``numpy.matmul``) and ``linear``."""
 
-import operator
-
 from ..entry_points import entry_point
 from ..function import Function
 from ..paths import dispatch
 from .broadcast import sum_to
+from .products import gemm
+from .sums import sum_over
 
 
 class MatMul(Function):
     name = "matmul"
     fresh_grads = True
-    #: the matrix product of forward and of the input's gradient; the fast path's handles float16 on a CPU
-    product = staticmethod(operator.matmul)
     #: ``a.T @ gy``, the product behind a weight gradient; the fast path writes outer products faster
-    weight_product = staticmethod(operator.matmul)
+    weight_product = staticmethod(gemm)
 
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:
@@ -27,7 +25,7 @@ class MatMul(Function):
                 f"({k_a}) must equal the {'first' if b.ndim == 1 else 'second-to-last'} of the second ({k_b})"
             )
         self.a, self.b = a, b
-        return self.product(a, b)
+        return gemm(a, b)
 
     def backward(self, gy):
         a, b = self.a, self.b
@@ -39,7 +37,7 @@ class MatMul(Function):
             gy = gy[..., None, :]
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = sum_to(self.product(gy, b2.swapaxes(-1, -2)), a2.shape).reshape(a.shape)
+            ga = sum_to(gemm(gy, b2.swapaxes(-1, -2)), a2.shape).reshape(a.shape)
         if self.needs_input_grad[1]:
             gb = sum_to(self.weight_product(a2.swapaxes(-1, -2), gy), b2.shape).reshape(b.shape)
         return ga, gb
@@ -51,8 +49,7 @@ class Linear(Function):
 
     name = "linear"
     fresh_grads = True
-    product = staticmethod(operator.matmul)  # x @ W.T and gy @ W; see MatMul
-    weight_product = staticmethod(operator.matmul)  # gy.T @ x; see MatMul
+    weight_product = staticmethod(gemm)  # gy.T @ x; see MatMul
 
     def forward(self, x, W, b=None):
         if x.ndim < 1 or W.ndim != 2 or x.shape[-1] != W.shape[1]:
@@ -64,7 +61,7 @@ class Linear(Function):
             raise ValueError(f"bias of shape {b.shape} does not match weight {W.shape}; expected ({W.shape[0]},)")
         self.x_shape = x.shape
         self.x2, self.W = x.reshape(-1, x.shape[-1]), W
-        y = self.product(self.x2, W.T)
+        y = gemm(self.x2, W.T)
         if b is not None:
             y += b
         return y.reshape(x.shape[:-1] + (W.shape[0],))
@@ -72,7 +69,7 @@ class Linear(Function):
     def backward(self, gy):
         gy = gy.reshape(-1, gy.shape[-1])
         grads = [
-            self.product(gy, self.W).reshape(self.x_shape) if self.needs_input_grad[0] else None,
+            gemm(gy, self.W).reshape(self.x_shape) if self.needs_input_grad[0] else None,
             self.weight_product(gy.T, self.x2) if self.needs_input_grad[1] else None,
         ]
         if len(self.inputs) == 3:
@@ -81,7 +78,7 @@ class Linear(Function):
 
     def bias_gradient(self, gy):
         """The bias's gradient ``(out,)``: ``gy: (M, out)`` summed over its rows."""
-        return gy.sum(axis=0)
+        return sum_over(gy, 0)
 
 
 @entry_point

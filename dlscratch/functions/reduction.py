@@ -1,9 +1,12 @@
 """Reductions: sum, mean and max over dimensions (``dim``), with ``keepdim``, as in PyTorch."""
 
+import numpy
+
 from ..backend import get_array_module
 from ..entry_points import entry_point
 from ..function import Function
 from .shape import is_int, wrap_dim
+from .sums import sum_over
 
 
 def normalize_axes(dim, ndim, op):
@@ -42,7 +45,7 @@ class Sum(Function):
     def forward(self, x):
         self.x_shape = x.shape
         self.axes = normalize_axes(self.dim, x.ndim, self.name)
-        return x.sum(axis=self.axes, keepdims=self.keepdim)
+        return sum_over(x, self.axes, self.keepdim)
 
     def backward(self, gy):
         gy = _expand_like(gy, self.x_shape, self.axes, self.keepdim)
@@ -62,11 +65,21 @@ class Mean(Function):
         self.count = 1
         for a in self.axes:
             self.count *= x.shape[a]
-        return x.mean(axis=self.axes, keepdims=self.keepdim)
+        return _mean(x, self.axes, self.keepdim, self.count)
 
     def backward(self, gy):
         gy = _expand_like(gy, self.x_shape, self.axes, self.keepdim) / self.count
         return get_array_module(gy).broadcast_to(gy, self.x_shape)
+
+
+def _mean(x, axes, keepdims, count):
+    """``x.mean(axes)`` as ``sum_over``'s sum divided by ``count``: NumPy's mean adds row by row as its sum does;
+    float64 keeps NumPy's own."""
+    if x.dtype.kind != "f" or x.dtype == "float64" or not count:
+        return x.mean(axis=axes, keepdims=keepdims)
+    if x.dtype == "float16":  # in float32, as NumPy's float16 mean: the sum alone could pass float16's range
+        return (sum_over(x.astype("float32"), axes, keepdims) / count).astype(x.dtype)
+    return sum_over(x, axes, keepdims) / count
 
 
 class Max(Function):
@@ -110,3 +123,27 @@ def mean(x, dim=None, keepdim=False):
 
 def amax(x, dim=None, keepdim=False):
     return Max(dim, keepdim)(x)
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance over ``dim`` (int, tuple, or all elements when None), PyTorch's: the squared deviations
+    from the mean summed and divided by ``n - correction``, ``n`` the count of elements reduced. The default,
+    ``correction=1`` (Bessel's, the unbiased estimate), is PyTorch's; NumPy's ``var`` divides by ``n``
+    (``correction=0``). ``unbiased=True/False`` is PyTorch's older spelling of ``correction=1/0``. Where
+    ``n <= correction`` the result is inf or NaN, as in PyTorch."""
+    if unbiased is not None and correction is not None:
+        raise TypeError("var: pass correction or unbiased, not both (unbiased=False is correction=0)")
+    if correction is None:
+        correction = 1 if unbiased is None else int(bool(unbiased))
+    axes = normalize_axes(dim, x.ndim, "var")
+    count = 1
+    for a in axes:
+        count *= x.shape[a]
+    deviation = x - mean(x, axes, keepdim=True)
+    with numpy.errstate(divide="ignore", invalid="ignore"):  # n <= correction: inf or NaN, as PyTorch gives
+        return sum(deviation * deviation, axes, keepdim) / max(count - correction, 0)
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation, ``sqrt(var(...))``, with ``var``'s arguments and default (``correction=1``)."""
+    return var(x, dim, unbiased, keepdim, correction=correction).sqrt()

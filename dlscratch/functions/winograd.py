@@ -37,6 +37,7 @@ import numpy
 from .. import backend
 from ..function import Function
 from .conv_algorithms import register_algorithm
+from .sums import sum_over
 
 DEFAULT_POINTS = (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2), 3, -3)
 
@@ -168,7 +169,7 @@ class WinogradConv2d(Function):
             H, W = self.x_shape[2:]
             gx = xp.ascontiguousarray(padded[:, :, ph:ph + H, pw:pw + W].transpose(1, 0, 2, 3))
         if len(self.inputs) == 3 and self.needs_input_grad[2]:
-            gb = gy.sum(axis=(0, 2, 3))
+            gb = sum_over(gy, (0, 2, 3))
         return tuple(None if g is None else g.astype(dtype, copy=False) for g, dtype in zip((gx, gw, gb), self.dtypes))
 
 

@@ -10,10 +10,12 @@ read the engine; read a module here to see what one guarantee costs in code.
     constants.py        numbers and arrays as operands: x * 2.0, x + array
     devices.py          one device per operation, or a clear error
     dtypes.py           the dtype rule: integers never widen a float tensor (PyTorch's)
-    errors.py           errors with the operation's name and shapes; one call per Function instance
+    errors.py           errors with the operation's name and shapes; one call per Function instance; a .grad of
+                        the wrong shape refused before backward changes anything
     versions.py         version counters: backward refuses values changed in place since the forward pass
     fresh_grads.py      a leaf keeps a new GEMM gradient without a copy
     callbacks.py        callbacks at the end of backward (DistributedDataParallel)
+    leaf_hooks.py       a leaf's post-accumulate-grad hooks run once per backward, with the whole gradient
     deferred_checks.py  a fast kernel's check, run where the host reads its result
     seeds.py            the implicit 1 of loss.backward(): one kept array, no fill per step
     kept.py             what seeds.py and constants.py share: arrays kept read-only, made once

@@ -11,6 +11,9 @@ slow, with nothing to say so. PyTorch's rule, which dlscratch follows:
    float32; an integer tensor times ``0.5`` is float32 (NumPy 2 would say float64).
 3. Where floats come out of integers alone (``ints / 2``, ``ints.exp()``, ``ints.mean()``), they
    are float32. So float64 appears only when asked for (a float64 tensor, ``.double()``).
+4. A tensor with dimensions decides over a 0-d tensor of the same category (bool, integer, floating,
+   complex): ``float32 vector * float64 0-d`` is float32 (NumPy would say float64), ``int32 vector * int64 0-d``
+   int32; a 0-d tensor of a higher category decides (``int64 vector * float64 0-d`` is float64).
 
 Integer inputs that an operation needs as integers (class labels, indices) are exempt: a
 function lists their positions in ``integer_inputs``.
@@ -31,14 +34,33 @@ def operands(fn, arrays):
     """``arrays``, the inputs of ``fn``, converted as the rule says. ``Function.__call__`` calls it
     only when the dtypes differ, or when ``fn`` makes floats and gets integers alone."""
     keep = fn.integer_inputs
-    floats = [a.dtype for i, a in enumerate(arrays) if is_float(a.dtype) and i not in keep]
-    if floats:
-        target = numpy.result_type(*floats)  # rule 1
-    elif fn.float_result:
+    ruled = [a for i, a in enumerate(arrays) if i not in keep]
+    target = _winner([a.dtype for a in ruled if a.ndim]) if any(a.ndim for a in ruled) else None
+    zero_dim = _winner([a.dtype for a in ruled if not a.ndim])
+    if target is None or (zero_dim is not None and _category(zero_dim) > _category(target)):
+        target = zero_dim  # rule 4
+    if target is None:
+        return arrays
+    if not is_float(target) and fn.float_result:
         target = DEFAULT_FLOAT  # rule 3
-    else:
-        return arrays  # integers only, and an integer result
-    return [a if is_float(a.dtype) or i in keep else a.astype(target) for i, a in enumerate(arrays)]
+    return [a if i in keep or a.dtype == target or (a.ndim and is_float(a.dtype) and is_float(target))
+            else a.astype(target) for i, a in enumerate(arrays)]
+
+
+_CATEGORIES = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}  # bool, integers, floating, complex
+
+
+def _category(dtype):
+    """A higher category decides the dtype over a lower one."""
+    return _CATEGORIES[dtype.kind]
+
+
+def _winner(dtypes):
+    """The dtype of a group of operands: that of those of the highest category (rule 1), or None for none."""
+    if not dtypes:
+        return None
+    top = max(map(_category, dtypes))
+    return numpy.result_type(*[d for d in dtypes if _category(d) == top])
 
 
 def scalar_dtype(tensor_dtype, value):

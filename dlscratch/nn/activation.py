@@ -5,10 +5,19 @@ from .module import Module
 
 
 class ReLU(Module):
-    """``max(x, 0)`` elementwise; any shape."""
+    """``max(x, 0)`` elementwise; any shape. ``inplace=True`` writes it into ``x`` (``Tensor.relu_``)."""
+
+    inplace = False  # also for a ReLU pickled before it had the argument
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
-        return fn.relu(x)
+        return x.relu_() if self.inplace else fn.relu(x)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class Sigmoid(Module):

@@ -35,9 +35,9 @@ class AdaDelta(Optimizer):
             g = g + weight_decay * p.data
         if not state:
             state.update(square_avg=xp.zeros_like(p.data), acc_delta=xp.zeros_like(p.data))
-        v = state["square_avg"] = rho * state["square_avg"] + (1 - rho) * g**2
+        v = state["square_avg"] = rho * state["square_avg"] + (1 - rho) * g * g  # g**2 overflows sooner in float16
         delta = xp.sqrt(state["acc_delta"] + eps) / xp.sqrt(v + eps) * g
-        state["acc_delta"] = rho * state["acc_delta"] + (1 - rho) * delta**2
+        state["acc_delta"] = rho * state["acc_delta"] + (1 - rho) * delta * delta
         p.delta = lr * delta
 
 

@@ -1,5 +1,7 @@
 """Adam (Kingma & Ba, 2015): per-element step sizes from running moments of the gradient."""
 
+import math
+
 from ..backend import get_array_module
 from .optimizer import Optimizer
 
@@ -15,6 +17,10 @@ class Adam(Optimizer):
 
     The bias correction undoes the pull towards 0 of the zero-initialised moments: at ``t = 1``,
     ``m_hat = g`` and ``v_hat = g**2``, so the first step is ``lr * g / (|g| + eps)``.
+
+    The code computes the same in PyTorch's order, ``(lr / (1 - beta1**t)) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)``
+    with ``(1 - beta2) * g * g``: in float16, ``g**2`` and ``v_hat`` overflow for gradients past 256 where this order
+    stays finite, and the fast path's in-place update computes in this order too.
     """
 
     array_state = ("exp_avg", "exp_avg_sq")
@@ -44,6 +50,6 @@ class Adam(Optimizer):
         state["step"] += 1
         t = state["step"]
         m = state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * g
-        v = state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * g**2
-        m_hat, v_hat = m / (1 - beta1**t), v / (1 - beta2**t)
-        p.delta = lr * m_hat / (xp.sqrt(v_hat) + eps)
+        v = state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * g * g
+        denom = xp.sqrt(v) / math.sqrt(1 - beta2**t) + eps  # sqrt(v_hat) + eps
+        p.delta = m / denom * (lr / (1 - beta1**t))  # lr * m_hat / denom

@@ -39,12 +39,15 @@ class Staged:
     puts in place of the old one. Instead of ``delta``, an update may set ``apply``: a function
     of no arguments that ``step`` calls to write the update into ``data`` and the state's arrays
     in place (``fast/optim.py``: on a CPU the rule's arithmetic, on a GPU one fused kernel); it must not
-    fail once prepared, but for floating-point errors, which ``step`` holds back."""
+    fail once prepared, but for floating-point errors, which ``step`` holds back. ``may_write``: whether an
+    update may be computed while it is written (False when NumPy raises on floating-point errors: a raise
+    midway would leave the step half written), decided once for the step."""
 
-    __slots__ = ("param", "data", "delta", "apply", "state")
+    __slots__ = ("param", "data", "delta", "apply", "state", "may_write")
 
-    def __init__(self, param, state):
+    def __init__(self, param, state, may_write):
         self.param, self.data, self.delta, self.apply, self.state = param, param.data, None, None, state
+        self.may_write = may_write
 
 
 class Optimizer:
@@ -117,14 +120,13 @@ class Optimizer:
         is written, so the step is applied whole or not at all (module docstring). It works on the
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
         self._check_arrays_fit()
-        prepare = paths.pick(Optimizer._prepare_step)
         if float_errors_raise():  # an error while computing must come before the first write
-            staged = prepare(self)
+            staged = self._prepare_step(may_write=False)
             with signals_deferred(), float_errors_deferred():
                 self._write(staged)
         else:  # the warnings of computing and of writing, on either path, come once the step is whole
             with signals_deferred(), float_errors_deferred():
-                self._write(prepare(self))
+                self._write(self._prepare_step(may_write=True))
 
     def _write(self, staged):
         for new in staged:
@@ -158,15 +160,15 @@ class Optimizer:
                         f"{type(self).__name__}.step: parameter {i} has shape {p.shape}, but its {name} has shape "
                         f"{array.shape} (written through .grad.data or .data?); nothing was changed")
 
-    def _prepare_step(self):
+    def _prepare_step(self, may_write):
         """Every update of a step, prepared and not written: a list of ``Staged``, one per parameter that has
-        a gradient."""
+        a gradient (``may_write``: see ``Staged``)."""
         update = paths.pick(type(self)._update)  # the reference rule, or its fast version
         staged = []
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    new = Staged(p, dict(self.state.get(p, ())))
+                    new = Staged(p, dict(self.state.get(p, ())), may_write)
                     update(self, new, p.grad.data, new.state, group)
                     if new.delta is None and new.apply is None:
                         raise NotImplementedError(f"{type(self).__name__}._update must set p.delta, the amount "

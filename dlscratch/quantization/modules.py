@@ -160,13 +160,16 @@ class QuantizedConv2d(_QuantizedLayer):
 
 
 class _Observer(Module):
-    """Wraps a layer during calibration and records the smallest and largest input it sees."""
+    """Wraps a layer during calibration and records the smallest and largest input it sees (an empty batch
+    adds nothing)."""
 
     def __init__(self, layer):
         super().__init__()
         self.layer, self.low, self.high = layer, numpy.inf, -numpy.inf
 
     def forward(self, x):
+        if x.data.size == 0:  # an empty batch has no range to record (PyTorch's observers skip it too)
+            return self.layer(x)
         low, high = float(x.data.min()), float(x.data.max())
         if not (numpy.isfinite(low) and numpy.isfinite(high)):  # min() and max() of Python would skip a NaN
             raise ValueError(f"quantize_model: a calibration batch reached {type(self.layer).__name__} with inf or NaN "
@@ -206,7 +209,8 @@ def quantize_model(model, calibration, method="integer"):
     missed = [f"{qualified} ({type(observer.layer).__name__})" for _, _, observer, qualified in observers
               if observer.low > observer.high]
     if missed:
-        raise ValueError(f"quantize_model: calibration never reached {', '.join(missed)}, so there is no input range "
+        raise ValueError(f"quantize_model: calibration never reached {', '.join(missed)} with a non-empty batch, so "
+                         "there is no input range "
                          "to quantise it with; calibrate on batches that take every branch, or, if the layer never "
                          "runs in eval mode (a training-only head), remove it from the model first")
     for parent, name, observer, _ in observers:

@@ -35,7 +35,34 @@ from .. import ledger
 from . import signatures as cupy_api
 
 _NAME = "strict CuPy stand-in (NumPy on the CPU)"
-_owners = weakref.WeakValueDictionary()  # id(NumPy array) -> the stand-in array wrapping it
+
+
+class _Owners:
+    """id(NumPy array) -> the stand-in array wrapping it, held weakly, with no callback when one dies.
+
+    A ``WeakValueDictionary`` removes an entry from a Python callback run where the wrapper dies: anywhere,
+    often. A Ctrl-C arriving while such a callback runs raises ``KeyboardInterrupt`` inside it, and Python
+    drops an exception raised in a weakref callback (it prints "Exception ignored"): the interrupt was lost.
+    Here the dead entries are swept out when the table has doubled since the last sweep, in the caller's
+    frame, where a signal's exception propagates as anywhere else."""
+
+    def __init__(self):
+        self._refs, self._sweep_at = {}, 1024
+
+    def get(self, a):
+        """The live stand-in array wrapping NumPy array ``a``, or None."""
+        ref = self._refs.get(id(a))
+        owner = None if ref is None else ref()
+        return owner if owner is not None and owner._a is a else None
+
+    def add(self, a, owner):
+        self._refs[id(a)] = weakref.ref(owner)
+        if len(self._refs) >= self._sweep_at:
+            self._refs = {key: ref for key, ref in self._refs.items() if ref() is not None}
+            self._sweep_at = max(1024, 2 * len(self._refs))
+
+
+_owners = _Owners()
 
 
 class MixedArraysError(TypeError):
@@ -54,12 +81,12 @@ def _wrap(a):
     """A NumPy result as a stand-in array (the same object for the same NumPy array)."""
     if isinstance(a, numpy.generic):
         a = numpy.asarray(a)
-    known = _owners.get(id(a))
-    if known is not None and known._a is a:
+    known = _owners.get(a)
+    if known is not None:
         return known
     wrapped = ndarray.__new__(ndarray)
     wrapped._a = a
-    _owners[id(a)] = wrapped
+    _owners.add(a, wrapped)
     return wrapped
 
 
@@ -234,7 +261,7 @@ def _half_operands(args, kwargs):
 
 def _half_matmul(a, b, out=None, **kwargs):
     """A float16 product as a GPU's GEMM computes it: the products summed in float32, rounded to float16 once
-    (``fast/matmul.py``). NumPy's own float16 loop is hundreds of times slower: lesson 13's mixed-precision
+    (``functions/products.py``). NumPy's own float16 loop is hundreds of times slower: lesson 13's mixed-precision
     training spent 105 of its 122 s on the stand-in in it."""
     product = numpy.matmul(a, b, dtype=numpy.float32, **kwargs)
     with numpy.errstate(over="ignore"):  # past float16's range is inf, as on a GPU
@@ -282,7 +309,7 @@ class ndarray:  # noqa: N801 (CuPy's name)
 
     def __init__(self, shape, dtype=float, order="C"):
         self._a = numpy.empty(shape, dtype, order=order)
-        _owners[id(self._a)] = self
+        _owners.add(self._a, self)
         if ledger.open_ledgers:
             ledger.record("allocation", "ndarray")
 

@@ -55,6 +55,34 @@ def train(steps_or_epochs, how, state=None, bucket_cap_mb=25):
     return net, optimizer
 
 
+class Branchy(nn.Module):
+    """A trunk applied twice, a head used at every step and one used only at the first."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk, self.head, self.first_only = nn.Linear(2, 2), nn.Linear(2, 3), nn.Linear(2, 3)
+
+    def forward(self, x, step):
+        h = self.trunk(self.trunk(x).tanh()).tanh()
+        return self.head(h) + self.first_only(h) if step == 1 else self.head(h)
+
+
+def train_branchy(steps, bucket_cap_mb, device="cpu"):
+    """Adam steps of a DDP ``Branchy``: a parameter with no gradient must keep none, or Adam moves it."""
+    dlscratch.manual_seed(1 + dist.get_rank())
+    net = dist.DistributedDataParallel(Branchy().to(device), bucket_cap_mb=bucket_cap_mb)
+    optimizer = optim.Adam(net.parameters(), lr=0.05)
+    dataset = data()
+    batches = iter(DataLoader(dataset, batch_size=BATCH // dist.get_world_size(),
+                              sampler=dist.DistributedSampler(dataset, seed=7)))
+    for step in range(1, steps + 1):
+        x, y = next(batches)
+        optimizer.zero_grad()
+        F.cross_entropy(net(x.to(device), step), y.to(device)).backward()
+        optimizer.step()
+    return net, optimizer
+
+
 def train_on_the_gpu(steps, bucket_cap_mb):
     """``train(steps, "loop")`` with the model and the batches on the GPU. Returns the model and the optimizer."""
     net = dist.DistributedDataParallel(model().to("gpu"), bucket_cap_mb=bucket_cap_mb)
@@ -92,7 +120,8 @@ def ddp_steps():
 
 
 def main(mode, out, *args):
-    dist.init_process_group(timeout=timedelta(seconds=1) if mode == "late" else None)
+    late = mode == "late" or (mode == "recv_from_leaver" and args[0] == "late")
+    dist.init_process_group(timeout=timedelta(seconds=1) if late else None)
     if mode == "fit":
         net, optimizer = train(2, "fit")
         save(out, net, optimizer)
@@ -101,6 +130,9 @@ def main(mode, out, *args):
         save(out, net, optimizer)
     elif mode == "gpu steps":  # args: the bucket size in MB
         net, optimizer = train_on_the_gpu(3, float(args[0]))
+        save(out, net.to("cpu"), optimizer)
+    elif mode == "branchy":  # args: the bucket size in MB
+        net, optimizer = train_branchy(4, float(args[0]), *args[1:])
         save(out, net.to("cpu"), optimizer)
     elif mode == "resume":  # args: the checkpoint to resume from
         net, optimizer = train(3, "loop", state=dlscratch.load(args[0]))
@@ -178,6 +210,15 @@ def main(mode, out, *args):
         if dist.get_rank() == 1:
             time.sleep(60)
         dist.all_reduce(dlscratch.tensor(numpy.ones(2, numpy.float32)))
+    elif mode == "recv_from_leaver":  # args: "wait" (rank 1 sends nothing and ends) or "late" (it sleeps 60 s)
+        t = dlscratch.tensor(numpy.zeros(3, numpy.float32))
+        if dist.get_rank() == 0:
+            if args[1] == "irecv":
+                dist.irecv(t, src=1).wait()
+            else:
+                dist.recv(t, src=1)
+        elif args[0] == "late":
+            time.sleep(60)
     elif mode == "mismatch":
         dist.DistributedDataParallel(model(hidden=16 if dist.get_rank() == 0 else 9))
     else:
