@@ -209,9 +209,9 @@ class TestCommandAndTiming:
             for name, base in BASELINES.items():
                 row, base_row = table[(size, name)], table[(size, f"{raw} {base}")]
                 assert base_row[4:] == ["-", "-"]
-                # cells are rounded
+                # cells are rounded to two decimals (a ratio too: a hiccup of one timing can make it 0.03)
                 assert float(row[4]) == pytest.approx(float(row[3]) - float(base_row[3]), abs=0.016)
-                assert float(row[5]) == pytest.approx(float(row[3]) / float(base_row[3]), rel=0.03)
+                assert float(row[5]) == pytest.approx(float(row[3]) / float(base_row[3]), rel=0.03, abs=0.0051)
         out = capsys.readouterr().out
         assert "dlscratch forward+backward" in out and "DeZero 0.0.13: about 10.7 µs" in out
         assert f"forward+backward, 4x4: {rows[4][4]} µs (target < 5 µs on a 2-core CPU: quick mode" in out

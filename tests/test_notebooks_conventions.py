@@ -123,6 +123,20 @@ def test_exercises_have_solutions_markers_and_check_cells(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_heading_starts_its_cell(path):
+    """A heading in the middle of a markdown cell hides a section from the notebook's outline and from the cell
+    that a learner reaches by it (nbgrader's solution markers are not headings)."""
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "markdown":
+            continue
+        lines, fenced = cell["text"].strip("\n").split("\n"), False
+        for line in lines[1:]:
+            fenced = fenced != line.startswith("```")
+            heading = re.match(r"#{1,6} ", line) and not line.startswith(("### BEGIN SOLUTION", "### END SOLUTION"))
+            assert fenced or not heading, f"{path.name} cell {i}: the heading {line!r} does not start its cell"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_stored_errors(path):
     for i, cell in enumerate(_cells(path)):
         for out in cell.get("outputs", []):
