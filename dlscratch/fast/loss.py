@@ -2,7 +2,7 @@
 
 The reference (``functions/loss.py``) checks the labels with ``int(labels.min())`` and ``int(labels.max())``:
 two device-to-host copies, so in every training step the host stops until the GPU has caught up
-(CUPTI's count in the GPU run of 2026-11-25, one NVIDIA H100), and its log-softmax, pick and one-hot
+(CUPTI's count in a GPU run on one NVIDIA H100, kept with the project's GPU runs), and its log-softmax, pick and one-hot
 subtraction are about twenty launches. Here:
 
 - forward: one thread per sample computes its row's maximum, the log of the sum of exponentials and its

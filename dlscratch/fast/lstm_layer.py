@@ -4,7 +4,7 @@ The reference loop (``functions/lstm_layer.py``) keeps a running state and copie
 arrays at every step, adds the recurrent product into the gates in a pass of its own, and its
 point-wise kernels made a fresh array of zeros for the missing peepholes: on an H100, 9 kernels, 5
 device-to-device copies and 2 memsets per time step, 1,301 launches for 80 steps forward and backward
-(CUPTI's count in the GPU run of 2026-11-25, one NVIDIA H100), against cuDNN's 416.
+(CUPTI's count in a GPU run on one NVIDIA H100, kept with the project's GPU runs), against cuDNN's 416.
 
 Here, for a batch whose sequences all have the same length (``batch_sizes = [N] * T``):
 
@@ -32,7 +32,7 @@ Here, for a batch whose sequences all have the same length (``batch_sizes = [N] 
 A step is then one GEMM and one kernel forward, one kernel and one GEMM backward (and a split-K reduce
 where the input needs no gradient). These are the ledger's counts: its model of cuBLAS was calibrated on an
 H100 with products of other shapes than ``[gh | gx]``'s, and cuBLAS picks its algorithms per GPU (an H200 ran
-about one kernel more per step of this loop than the model counted, ``docs/gpu-runs/2026-11-27``).
+about one kernel more per step of this loop than the model counted: the H200 run in ``docs/gpu-runs``).
 
 Packed sequences of different lengths, and the CPU (where the reference's product order suits BLAS better),
 take the reference loop.
