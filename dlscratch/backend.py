@@ -224,6 +224,8 @@ def to_gpu(x):
         return x
     if not gpu_available():
         raise RuntimeError(f"to_gpu: no usable GPU: {gpu_unavailable_reason()}")
+    if numpy.ndim(x) == 0 and numpy.asarray(x).dtype.kind in "fc":  # CuPy writes a 0-d zero with a memset:
+        return cupy.asarray(numpy.asarray(x).reshape(1)).reshape(())  # copied as 1-d, -0.0 keeps its sign
     return cupy.asarray(x)
 
 

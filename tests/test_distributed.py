@@ -204,6 +204,88 @@ def test_ddp_on_one_process_trains_as_the_model_alone():
                                       q.detach().numpy(), err_msg=name)
 
 
+class _Twin:
+    """A communicator of two ranks whose other rank holds this rank's values; it records the dtype of every
+    buffer that MPI is handed."""
+
+    class _Done:
+        def Test(self):
+            return True
+
+        def Wait(self):
+            return None
+
+    def __init__(self):
+        self.handed, self.sent = [], None
+
+    def Get_size(self):
+        return 2
+
+    def Get_rank(self):
+        return 0
+
+    def allgather(self, value):
+        return [value, value]
+
+    def Bcast(self, buffer, root):
+        self.handed.append(buffer.dtype)
+
+    def Allreduce(self, _in_place, buffer, op):
+        self.handed.append(buffer.dtype)
+        buffer += buffer  # op is a sum in this test: the twin's values are this rank's
+
+    def Iallreduce(self, in_place, buffer, op):
+        self.Allreduce(in_place, buffer, op)
+        return self._Done()
+
+    def Send(self, buffer, dest, tag):
+        self.handed.append(buffer.dtype)
+        self.sent = buffer.copy()
+
+    def Recv(self, buffer, source, tag, status):
+        self.handed.append(buffer.dtype)
+        buffer[...] = self.sent
+
+    def Isend(self, buffer, dest, tag):
+        self.Send(buffer, dest, tag)
+        return self._Done()
+
+    def Irecv(self, buffer, source, tag):
+        self.Recv(buffer, source, tag, None)
+        return self._Done()
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="needs mpi4py (pip install mpi4py mpich)")
+def test_float16_reaches_mpi_as_bit_patterns_or_float32_since_not_every_mpi_has_float16():
+    """Open MPI has no float16 type (MPI_ERR_TYPE on the H200's image): float16 is sent as its bits and
+    reduced in float32, rounded once, on every path that hands MPI a buffer."""
+    from dlscratch.distributed.process_group import using
+
+    twin = _Twin()
+    nan = np.array([0x7E01], np.uint16).view(np.float16)[0]  # a NaN with a payload: bits must arrive unchanged
+    values = np.array([1.5, -0.0, 40000.0, nan], np.float16)
+    with using(twin):
+        t = dlscratch.tensor(values.copy())
+        dist.all_reduce(t)
+        assert t.numpy()[:3].tolist() == [3.0, -0.0, np.inf] and np.signbit(t.numpy()[1])  # 80000 > 65504
+        dist.all_reduce(t := dlscratch.tensor(values[:2].copy()), dist.ReduceOp.AVG)
+        assert t.numpy().tolist() == [1.5, 0.0]
+        dist.broadcast(dlscratch.tensor(values.copy()), 0)
+        received = dlscratch.tensor(np.zeros(4, np.float16))
+        dist.send(dlscratch.tensor(values.copy()), 1)
+        dist.recv(received, 1)
+        dist.isend(dlscratch.tensor(values.copy()), 1).wait()
+        late = dlscratch.tensor(np.zeros(4, np.float16))
+        dist.irecv(late, 1).wait()
+        for got in (received, late):
+            np.testing.assert_array_equal(got.numpy().view(np.uint16), values.view(np.uint16))
+        net = dlscratch.nn.Linear(3, 2).half()
+        ddp = dist.DistributedDataParallel(net)
+        ddp(dlscratch.tensor(np.ones((4, 3), np.float16))).sum().backward()
+        np.testing.assert_array_equal(net.weight.grad.numpy(), np.full((2, 3), 4, np.float16))  # the mean of twins
+    assert twin.handed and np.dtype(np.float16) not in twin.handed, twin.handed
+
+
 # ----- two ranks -----
 @needs_mpi
 @pytest.mark.parametrize("bucket_cap_mb", [25, 0.0002])  # one bucket; a bucket per parameter (200 bytes)

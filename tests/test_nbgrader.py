@@ -120,6 +120,7 @@ def test_every_written_answer_has_a_model_answer_and_a_rubric(path):
             f"Exercise {exercise}: the rubric shares out {found['points']} point(s), the cell is worth {points}")
 
 
+@pytest.mark.nbgrader
 @needs_nbgrader
 @pytest.mark.parametrize("path", WRITTEN, ids=lambda p: p.stem)
 def test_nbgrader_stubs_a_written_answer_and_scores_the_stub_zero(path):

@@ -1,10 +1,11 @@
 """Collectives on tensors, in place, over the process group: ``all_reduce``, ``broadcast``, ``barrier``.
 
-Host arrays go to MPI as they are (mpi4py reads NumPy's buffer directly). GPU arrays go through NCCL
-(``cupy.cuda.nccl``) when every rank has a GPU of its own, and through host memory otherwise: copied to
-the host, reduced by MPI, copied back. Outside a group (one process) every collective leaves the tensor
-as it is. An op that a dtype cannot hold is refused on every rank before any message: the tensor is left as
-it was, and the ranks still in step.
+Host arrays go to MPI as they are (mpi4py reads NumPy's buffer directly), except float16: not every MPI has
+a float16 type (Open MPI has none), so float16 travels as its 16-bit patterns and is reduced in float32. GPU
+arrays go through NCCL (``cupy.cuda.nccl``) when every rank has a GPU of its own, and through host memory
+otherwise: copied to the host, reduced by MPI, copied back. Outside a group (one process) every collective
+leaves the tensor as it is. An op that a dtype cannot hold is refused on every rank before any message: the
+tensor is left as it was, and the ranks still in step.
 """
 
 import functools
@@ -67,9 +68,24 @@ def _check_reducible(op, dtype):
 
 def _reduce_on_host(comm, host, op):
     ops, in_place = _mpi_ops()
-    watched(start_collective(), "all_reduce", comm.Allreduce, in_place, host, op=ops[op, host.dtype.kind == "b"])
+    values = widened(host)
+    watched(start_collective(), "all_reduce", comm.Allreduce, in_place, values, op=ops[op, host.dtype.kind == "b"])
     if op == ReduceOp.AVG:
-        host /= get_world_size()
+        values /= get_world_size()
+    if values is not host:
+        with numpy.errstate(over="ignore"):  # past float16's range is inf, as a float16 sum would give
+            host[...] = values  # rounded to float16 once
+
+
+def widened(host):
+    """``host`` itself, or for float16 a float32 copy to reduce: MPI then needs no float16 type."""
+    return host.astype(numpy.float32) if host.dtype == numpy.float16 else host
+
+
+def on_the_wire(host):
+    """The buffer MPI sends or fills for host array ``host``: a float16 array as its 16-bit patterns (a view,
+    so a message received lands in ``host``), any other as it is."""
+    return host.view(numpy.uint16) if host.dtype == numpy.float16 else host
 
 
 def broadcast(tensor, src=0):
@@ -83,7 +99,8 @@ def broadcast(tensor, src=0):
     if backend.is_gpu_array(array) and nccl.takes(array.dtype) and nccl.usable():
         nccl.broadcast(array, src)
     else:
-        through_host(array, lambda host: watched(start_collective(), "broadcast", comm.Bcast, host, root=src))
+        through_host(array, lambda host: watched(start_collective(), "broadcast", comm.Bcast, on_the_wire(host),
+                                                 root=src))
     return tensor
 
 

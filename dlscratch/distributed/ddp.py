@@ -29,7 +29,7 @@ from ..grad_mode import no_grad
 from ..nn.module import Module
 from ..tensor import Tensor
 from . import nccl
-from .collectives import all_gather_object, broadcast
+from .collectives import all_gather_object, broadcast, widened
 from .process_group import communicator, get_rank, get_world_size, mpi, start_collective, watched
 
 #: the gradients' all-reduce, as the watchdog's messages name it (``watchdog.py``)
@@ -111,7 +111,7 @@ class _Pass:
             nccl.all_reduce(flat, "sum")  # queued on the stream: nothing to wait for on the host
             self.requests.append((bucket, flat, None, None))
             return
-        host, number = backend.to_cpu(flat), start_collective()
+        host, number = widened(backend.to_cpu(flat)), start_collective()
         request = communicator().Iallreduce(mpi().IN_PLACE, host, op=mpi().SUM)
         self.requests.append((bucket, flat, host, (request, number)))
 

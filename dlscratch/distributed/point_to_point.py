@@ -11,7 +11,7 @@ way. GPU arrays travel through host memory (a copy each way); host arrays go to 
 """
 
 from .. import backend
-from .collectives import message_buffer, through_host
+from .collectives import message_buffer, on_the_wire, through_host
 from .process_group import communicator, get_rank, get_world_size, watched
 
 
@@ -45,8 +45,8 @@ class Work:
 def send(tensor, dst, tag=0):
     """Send ``tensor``'s values to rank ``dst``; returns when the buffer may be reused."""
     array, comm = _checked(tensor, dst, "send", "dst")
-    through_host(array, lambda host: watched(None, f"send to rank {dst}", comm.Send, host, dest=dst, tag=tag,
-                                             peer=dst), write_back=False)
+    through_host(array, lambda host: watched(None, f"send to rank {dst}", comm.Send, on_the_wire(host), dest=dst,
+                                             tag=tag, peer=dst), write_back=False)
 
 
 def recv(tensor, src=None, tag=0):
@@ -57,8 +57,8 @@ def recv(tensor, src=None, tag=0):
     status = MPI.Status()
     source = MPI.ANY_SOURCE if src is None else src
     name = "recv from any rank" if src is None else f"recv from rank {src}"
-    through_host(array, lambda host: watched(None, name, comm.Recv, host, source=source, tag=tag, status=status,
-                                             peer=src))
+    through_host(array, lambda host: watched(None, name, comm.Recv, on_the_wire(host), source=source, tag=tag,
+                                             status=status, peer=src))
     return status.Get_source()
 
 
@@ -67,9 +67,9 @@ def isend(tensor, dst, tag=0):
     array, comm = _checked(tensor, dst, "isend", "dst")
     name = f"isend to rank {dst}"
     if not backend.is_gpu_array(array):
-        return Work(comm.Isend(array, dest=dst, tag=tag), name, dst)
+        return Work(comm.Isend(on_the_wire(array), dest=dst, tag=tag), name, dst)
     host = backend.to_cpu(array)
-    return Work(comm.Isend(host, dest=dst, tag=tag), name, dst, host_copy=host)
+    return Work(comm.Isend(on_the_wire(host), dest=dst, tag=tag), name, dst, host_copy=host)
 
 
 def irecv(tensor, src=None, tag=0):
@@ -81,13 +81,13 @@ def irecv(tensor, src=None, tag=0):
     source = MPI.ANY_SOURCE if src is None else src
     name = "irecv from any rank" if src is None else f"irecv from rank {src}"
     if not backend.is_gpu_array(array):
-        return Work(comm.Irecv(array, source=source, tag=tag), name, src)
+        return Work(comm.Irecv(on_the_wire(array), source=source, tag=tag), name, src)
     host = backend.to_cpu(array)
 
     def to_device():
         array[...] = backend.get_array_module(array).asarray(host)
 
-    return Work(comm.Irecv(host, source=source, tag=tag), name, src, finish=to_device, host_copy=host)
+    return Work(comm.Irecv(on_the_wire(host), source=source, tag=tag), name, src, finish=to_device, host_copy=host)
 
 
 def _checked(tensor, peer, caller, role):

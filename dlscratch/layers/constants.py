@@ -56,8 +56,10 @@ def scalar_array(value, data):
     key = (value_key(value), type(value), data.dtype, type(data), getattr(data.device, "id", None) if on_gpu else None)
     array = _kept_scalars.get(key)
     if array is None:
-        dtype = dtypes.scalar_dtype(data.dtype, value)
-        array = keep(_kept_scalars, key, backend.get_array_module(data).asarray(value, dtype=dtype), KEPT_SCALARS)
+        host = numpy.asarray(value, dtype=dtypes.scalar_dtype(data.dtype, value))
+        if on_gpu:  # copied as 1-d: CuPy writes a 0-d zero with a memset, and -0.0 would lose its sign
+            host = backend.get_array_module(data).asarray(host.reshape(1)).reshape(())
+        array = keep(_kept_scalars, key, host, KEPT_SCALARS)
     return array
 
 

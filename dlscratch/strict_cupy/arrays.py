@@ -349,6 +349,12 @@ class ndarray:  # noqa: N801 (CuPy's name)
             return _function(value, f"ndarray.{name}", "cupy.ndarray", name, owner=self._a)
         return _wrap_all(value)
 
+    def fill(self, value):
+        """CuPy's ``fill``; a host value equal to zero, on a C-contiguous array, is a memset (``_zero_as_memset``)."""
+        _function(self._a.fill, "ndarray.fill", "cupy.ndarray", "fill", owner=self._a)(value)
+        if type(value) is not ndarray and self._a.flags.c_contiguous and self._a.dtype.kind in "fc" and value == 0:
+            self._a[...] = 0
+
     @property
     def base(self):
         """The stand-in array this one views (None for an array that owns its memory)."""
@@ -426,7 +432,15 @@ def asarray(a, dtype=None, order=None):
     if type(a) is ndarray:
         return a if dtype is None or a.dtype == numpy.dtype(dtype) else a.astype(dtype)
     _count_upload("asarray")
-    return _wrap(numpy.array(_lenient(a), dtype=dtype, order=order or "K"))
+    return _wrap(_zero_as_memset(numpy.array(_lenient(a), dtype=dtype, order=order or "K")))
+
+
+def _zero_as_memset(a):
+    """``a`` as CuPy writes it: a 0-d value, and ``fill``'s value, that equals zero is written with a memset,
+    all bits clear, so -0.0 arrives as +0.0 (seen on an H200 with CuPy 14; a 1-d array's bytes are copied)."""
+    if a.ndim == 0 and a.dtype.kind in "fc" and a == 0:
+        a[...] = 0
+    return a
 
 
 def array(a, dtype=None, copy=True, order="K", ndmin=0):
@@ -437,7 +451,7 @@ def array(a, dtype=None, copy=True, order="K", ndmin=0):
         ledger.record_all([("kernel", "copy", 1), ("allocation", "array", 1)])
     elif type(a) is not ndarray:
         _count_upload("array")
-    return _wrap(numpy.array(_lenient(a), dtype=dtype, order=order, ndmin=ndmin))
+    return _wrap(_zero_as_memset(numpy.array(_lenient(a), dtype=dtype, order=order, ndmin=ndmin)))
 
 
 asanyarray = asarray
