@@ -4,10 +4,20 @@ A lesson that says "im2col is at least 3x faster than the loops" should prove it
 bare prove little on a shared laptop, a Colab runtime or a CI runner: one slow spell flips them. So, as pyperf
 and Google Benchmark do, a claim here is judged on its spread:
 
-1. the variants run **interleaved**, one figure each per round (``compare``), so a slow spell hits all alike;
-2. each round gives one value of the claimed quantity (a ratio of two times, a share, ...), and the claim's
-   **interval** is a bootstrap of the median over the rounds (95%, resampled with a fixed seed);
-3. the **verdict**: *holds* when the whole interval lies on the claim's side, *contradicted* when it lies
+1. **Rounds.** The variants a claim compares run **interleaved**, A, B, A, B, ... (``compare``, or one
+   ``%timeit -r 1`` of each variant per round), so that a slow spell hits both alike, and each round gives one
+   value of the claimed quantity (a ratio of two times, a share, ...). A round is an independent repetition:
+   pieces of one run (the fifths of one job's steps) are one round, not five. ``faster`` and ``within`` take
+   one figure per round for each side and refuse a ``%timeit`` result of several runs, whose runs all ran
+   before the other side's.
+2. **The interval** of the median over the rounds is distribution-free, from the order statistics: the
+   ``k``-th smallest and ``k``-th largest round, where ``k`` is the largest for which the true median lies
+   between them with at least 95% probability (a binomial count; nothing is resampled). It needs 6 rounds:
+   with ``n`` < 6 even the range, slowest to fastest round, holds the median only ``1 - 2**(1 - n)`` of the
+   time (75% for 3 rounds, 94% for 5), and the verdict prints it as a range with that figure, not as a 95%
+   interval. Figures that are not rounds at all (one per message size, say) are judged as a range, each one
+   against the bound, and labelled so (``bounded(..., over="sizes")``).
+3. **The verdict**: *holds* when the whole interval lies on the claim's side, *contradicted* when it lies
    wholly on the other side, and *inconclusive on this machine* when it straddles the bound: the noise is
    too large to tell. A contradiction seen while other processes kept the CPUs busy (``machine.watch``) is
    also only inconclusive: a busy machine is no proof that the claim is wrong.
@@ -22,6 +32,7 @@ that is inconclusive even on a quiet machine is a weak claim: measure longer, or
     times.faster("im2col", than="loops", by=3).check()
 """
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -33,12 +44,12 @@ HOLDS, CONTRADICTED, INCONCLUSIVE = "holds", "CONTRADICTED", "inconclusive on th
 CONFIDENCE = 0.95
 BUSY = 0.25  # other processes using a quarter of the CPUs: too busy to call a claim wrong
 MIN_ROUNDS = 3
-RESAMPLES = 4000
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The judgement of one claim: its outcome, the median estimate and its interval over ``rounds``."""
+    """The judgement of one claim: its outcome, the median estimate and its interval over ``rounds`` (or, with
+    ``over`` other than "rounds", the range of figures that are not independent rounds)."""
 
     claim: str
     outcome: str
@@ -48,10 +59,18 @@ class Verdict:
     rounds: int
     reason: str = ""
     unit: str = "x"
+    over: str = "rounds"
 
     def __str__(self):
-        figures = (f"{self.show(self.estimate)} (95% interval {self.show(self.low)} to {self.show(self.high)}, "
-                   f"{self.rounds} rounds)")
+        span = f"{self.show(self.low)} to {self.show(self.high)}"
+        if self.over != "rounds":
+            figures = f"{self.show(self.estimate)} (range {span} over {self.rounds} {self.over}, each measured " \
+                      "once: not an interval)"
+        elif coverage(self.rounds) >= CONFIDENCE:
+            figures = f"{self.show(self.estimate)} (95% interval {span}, {self.rounds} rounds)"
+        else:
+            figures = (f"{self.show(self.estimate)} (range {span} over {self.rounds} rounds, which holds the median "
+                       f"{coverage(self.rounds):.0%} of the time; a 95% interval needs {ROUNDS_FOR_95} rounds)")
         reason = f"; {self.reason}" if self.reason else ""
         return f"{self.outcome}: {self.claim}: {figures}{reason}"
 
@@ -76,51 +95,61 @@ class Verdict:
             raise AssertionError(str(self))
 
 
-def median_interval(samples, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
-    """``(median, low, high)``: the median of ``samples`` and a bootstrap percentile interval around it."""
-    values = np.asarray(samples, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    medians = np.median(values[rng.integers(0, len(values), (resamples, len(values)))], axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(medians, [tail, 100 - tail])
-    return float(np.median(values)), float(low), float(high)
+def _outside(n, k):
+    """The probability that the median of ``n`` independent rounds lies below the ``k``-th smallest of them
+    (or, alike, above the ``k``-th largest): fewer than ``k`` rounds fall below it, a binomial count."""
+    return sum(math.comb(n, i) for i in range(k)) / 2 ** n
 
 
-def ratio_interval(numerators, denominators, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
-    """``(ratio, low, high)`` of ``median(numerators) / median(denominators)`` for samples that are not paired
-    by round (e.g. two ``%timeit`` results): each is resampled on its own."""
-    top, bottom = np.asarray(numerators, np.float64), np.asarray(denominators, np.float64)
-    rng = np.random.default_rng(seed)
-    ratios = (np.median(top[rng.integers(0, len(top), (resamples, len(top)))], axis=1)
-              / np.median(bottom[rng.integers(0, len(bottom), (resamples, len(bottom)))], axis=1))
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return float(np.median(top) / np.median(bottom)), float(low), float(high)
+def _depth(n, confidence=CONFIDENCE):
+    """The largest ``k`` for which [k-th smallest, k-th largest] of ``n`` rounds holds the median with at least
+    ``confidence``; 1 (the range) when no ``k`` does."""
+    k = 1
+    while k + 1 <= (n + 1) // 2 and 1 - 2 * _outside(n, k + 1) >= confidence:
+        k += 1
+    return k
 
 
-def judge(claim, estimate, low, high, rounds, at_least=None, at_most=None, load=None, unit="x"):
+def coverage(n, confidence=CONFIDENCE):
+    """How often the interval of ``median_interval`` over ``n`` independent rounds holds the true median."""
+    return 1 - 2 * _outside(n, _depth(n, confidence)) if n else 0.0
+
+
+ROUNDS_FOR_95 = next(n for n in range(1, 20) if coverage(n) >= CONFIDENCE)  # 6
+
+
+def median_interval(samples, confidence=CONFIDENCE):
+    """``(median, low, high)``: the median of ``samples`` (one per independent round) and the order-statistic
+    interval around it (``coverage(len(samples))`` says how often such an interval holds the true median)."""
+    values = np.sort(np.asarray(samples, dtype=np.float64))
+    k = _depth(len(values), confidence)
+    return float(np.median(values)), float(values[k - 1]), float(values[len(values) - k])
+
+
+def judge(claim, estimate, low, high, rounds, at_least=None, at_most=None, load=None, unit="x", over="rounds"):
     """The verdict on "the quantity lies in [``at_least``, ``at_most``]" (either bound may be None), given its
-    ``estimate`` and interval ``[low, high]`` over ``rounds`` rounds, and the other processes' ``load``
-    (a ``machine.Load``, or None when unknown) while it was measured."""
+    ``estimate`` and interval ``[low, high]`` over ``rounds`` rounds (or ``over`` figures of another kind), and
+    the other processes' ``load`` (a ``machine.Load``, or None when unknown) while it was measured."""
     if at_least is None and at_most is None:
         raise ValueError(f"claim {claim!r}: give at_least, at_most or both")
     below = at_least is not None and high < at_least
     above = at_most is not None and low > at_most
     inside = (at_least is None or low >= at_least) and (at_most is None or high <= at_most)
-    verdict = dict(claim=claim, estimate=estimate, low=low, high=high, rounds=rounds, unit=unit)
+    verdict = dict(claim=claim, estimate=estimate, low=low, high=high, rounds=rounds, unit=unit, over=over)
     if rounds < MIN_ROUNDS:
-        return Verdict(outcome=INCONCLUSIVE, reason=f"fewer than {MIN_ROUNDS} rounds", **verdict)
+        return Verdict(outcome=INCONCLUSIVE, reason=f"fewer than {MIN_ROUNDS} {over}", **verdict)
     if inside:
         return Verdict(outcome=HOLDS, **verdict)
     bound = at_least if below or (at_least is not None and low < at_least) else at_most
     if not (below or above):
-        return Verdict(outcome=INCONCLUSIVE, reason=f"the interval reaches both sides of {format_value(bound, unit)}: "
-                       "too noisy here to tell", **verdict)
+        return Verdict(outcome=INCONCLUSIVE, reason=f"the {'interval' if over == 'rounds' else 'range'} reaches "
+                       f"both sides of {format_value(bound, unit)}: too noisy here to tell", **verdict)
     if load is not None and load.others is not None and load.others >= BUSY:
         return Verdict(outcome=INCONCLUSIVE, reason=f"it looks wrong, but {load} while it was measured",
                        **verdict)
     side = "below" if below else "above"
-    return Verdict(outcome=CONTRADICTED, reason=f"the whole interval is {side} {format_value(bound, unit)}", **verdict)
+    kind = "interval" if over == "rounds" else "range"
+    return Verdict(outcome=CONTRADICTED, reason=f"the whole {kind} is {side} {format_value(bound, unit)}", **verdict)
 
 
 def format_value(value, unit):
@@ -132,60 +161,58 @@ def format_value(value, unit):
     return f"{value:.3g}{unit}"
 
 
-def bounded(claim, samples, at_least=None, at_most=None, load=None, unit="x"):
+def bounded(claim, samples, at_least=None, at_most=None, load=None, unit="x", over="rounds"):
     """The verdict on a quantity measured once per round (a share, a ratio to a model, ...): its median's
-    interval over the rounds against the bounds. Without ``load``, other processes are sampled now."""
+    interval over the rounds against the bounds. ``over`` names what the figures are when they are not
+    independent rounds ("sizes": one per message size): then every figure is held against the bounds, as a
+    range. Without ``load``, other processes are sampled now."""
     load = machine.background_load() if load is None else load
-    return judge(claim, *median_interval(samples), len(samples), at_least, at_most, load, unit)
+    if over == "rounds":
+        figures = median_interval(samples)
+    else:
+        figures = float(np.median(samples)), float(np.min(samples)), float(np.max(samples))
+    return judge(claim, *figures, len(samples), at_least, at_most, load, unit, over)
 
 
-def _from_timeit(times):
-    return hasattr(times, "all_runs") and hasattr(times, "loops")
-
-
-def _seconds(times):
-    """Seconds per call from a list of them, or from IPython's ``%timeit -o`` result (one figure per run)."""
-    if _from_timeit(times):
-        return [run / times.loops for run in times.all_runs]
+def _per_round(times, side):
+    """Seconds per call, one per round, as a list; a ``%timeit -o`` result of several runs is refused: its runs
+    all ran before (or after) the other side's, so one slow spell could fall on one side only."""
+    if hasattr(times, "all_runs") and hasattr(times, "loops"):
+        if len(times.all_runs) != 1:
+            raise ValueError(f"{side}: a %timeit result of {len(times.all_runs)} runs ran them all before the other "
+                             "side's; time the two in interleaved rounds (claims.compare, or one `%timeit -r 1` "
+                             "of each per round) and pass one figure per round")
+        return [times.all_runs[0] / times.loops]
     return list(times)
 
 
-def _paired(a, b, paired):
-    """Whether two series of seconds came from the same rounds: as given, else when both have as many figures
-    and neither is a ``%timeit`` result (whose runs all ran before the other's)."""
-    if paired is not None:
-        return paired
-    return len(_seconds(a)) == len(_seconds(b)) and not (_from_timeit(a) or _from_timeit(b))
+def _rounds(a, b, names):
+    a, b = _per_round(a, names[0]), _per_round(b, names[1])
+    if len(a) != len(b):
+        raise ValueError(f"{names[0]} has {len(a)} rounds and {names[1]} {len(b)}: give one figure per round for "
+                         "each, from the same interleaved rounds")
+    return a, b
 
 
-def faster(fast, slow, by=1.0, claim=None, paired=None, load=None):
+def faster(fast, slow, by=1.0, claim=None, load=None):
     """The verdict on "``fast`` is at least ``by`` times faster than ``slow``": ``slow / fast`` >= ``by``.
 
-    ``fast`` and ``slow`` are seconds per call, one per round (or ``%timeit -o`` results). Rounds that ran
-    interleaved are ``paired`` (the default when both have as many figures, unless either is a ``%timeit``
-    result): each round gives one ratio. Otherwise the two medians are resampled apart. Without ``load``, other
-    processes are sampled now."""
-    paired = _paired(fast, slow, paired)
-    fast, slow = _seconds(fast), _seconds(slow)
+    ``fast`` and ``slow`` are seconds per call, one per round, from the same interleaved rounds: each round
+    gives one ratio. Without ``load``, other processes are sampled now."""
+    fast, slow = _rounds(fast, slow, ("fast", "slow"))
     claim = claim or f"at least {by:g}x faster"
     load = machine.background_load() if load is None else load
-    if paired:
-        figures = median_interval([s / f for s, f in zip(slow, fast)])
-    else:
-        figures = ratio_interval(slow, fast)
-    return judge(claim, *figures, min(len(fast), len(slow)), at_least=by, load=load)
+    return judge(claim, *median_interval([s / f for s, f in zip(slow, fast)]), len(fast), at_least=by, load=load)
 
 
-def within(a, b, tolerance, claim=None, paired=None, load=None):
+def within(a, b, tolerance, claim=None, load=None):
     """The verdict on "``a`` and ``b`` take the same time within ``tolerance``" (0.2: either at most 1.2x the
-    other), from seconds per call as in ``faster``."""
-    paired = _paired(a, b, paired)
-    a, b = _seconds(a), _seconds(b)
+    other), from seconds per call, one per round, as in ``faster``."""
+    a, b = _rounds(a, b, ("a", "b"))
     claim = claim or f"within {tolerance:.0%} of each other"
     load = machine.background_load() if load is None else load
-    figures = median_interval([y / x for x, y in zip(a, b)]) if paired else ratio_interval(b, a)
-    return judge(claim, *figures, min(len(a), len(b)), at_least=1 / (1 + tolerance), at_most=1 + tolerance,
-                 load=load)
+    return judge(claim, *median_interval([y / x for x, y in zip(a, b)]), len(a), at_least=1 / (1 + tolerance),
+                 at_most=1 + tolerance, load=load)
 
 
 class Timings:
@@ -206,12 +233,12 @@ class Timings:
     def faster(self, fast, than, by=1.0, claim=None):
         """The verdict on "variant ``fast`` is at least ``by`` times faster than variant ``than``"."""
         claim = claim or f"{fast} is at least {by:g}x faster than {than}"
-        return faster(self.seconds[fast], self.seconds[than], by, claim, paired=True, load=self.load)
+        return faster(self.seconds[fast], self.seconds[than], by, claim, load=self.load)
 
     def within(self, a, b, tolerance, claim=None):
         """The verdict on "variants ``a`` and ``b`` take the same time within ``tolerance``"."""
         claim = claim or f"{a} and {b} take the same time within {tolerance:.0%}"
-        return within(self.seconds[a], self.seconds[b], tolerance, claim, paired=True, load=self.load)
+        return within(self.seconds[a], self.seconds[b], tolerance, claim, load=self.load)
 
     def table(self):
         """Each variant's median and its range over the rounds, as aligned text."""
