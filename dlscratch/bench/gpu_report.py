@@ -109,8 +109,9 @@ def plan(args, gpu):
         env["DLSCRATCH_STRICT_GPU"] = "1"
     tests = args.tests or (["tests/test_optim_kernels.py", "tests/test_layer_kernels.py"] if args.short else ["tests"])
     test_workers = args.test_workers or min(8, logical_cpus() // 2)
-    parts = [Part("tests", "tests", python + ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
-                                              "not exercises and not nbgrader and not site", *xdist_args(test_workers), *tests],
+    marks = "not exercises and not nbgrader and not site"  # the website's test needs no GPU, and a Chromium
+    parts = [Part("tests", "tests", python + ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marks,
+                                              *xdist_args(test_workers), *tests],
                   {k: v for k, v in env.items() if k != "DLSCRATCH_DEVICE"})]
     every = sorted(str(p.relative_to(REPO)) for p in (REPO / "notebooks").glob("[0-9]*.ipynb"))
     lessons = args.lessons or (["notebooks/01_computation_graph.ipynb"] if args.short else every)
