@@ -8,7 +8,8 @@
     loss.backward()          # x.grad now holds d loss / d x
 
 ``dlscratch.nn``, ``dlscratch.optim`` and ``dlscratch.data`` are reachable after ``import dlscratch``,
-as ``torch.nn`` is after ``import torch``.
+as ``torch.nn`` is after ``import torch``; so are PyTorch's paths to them (``nn.functional``, ``utils.data``)
+and its names for dtypes and devices (``dlscratch.float``, ``dlscratch.device("cuda")``, ``dlscratch.cuda``).
 """
 
 from . import backend, functional, memory, training
@@ -28,6 +29,28 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .device import device, get_default_device, set_default_device
+from .dtype_names import (  # noqa: A004  (PyTorch's names: dlscratch.float, dlscratch.long, ...)
+    bool,  # noqa: F401  (not in __all__, below)
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
+    double,
+    float,  # noqa: F401
+    float16,
+    float32,
+    float64,
+    half,
+    int,  # noqa: F401
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    short,
+    uint8,
+)
 from .function import Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
@@ -35,24 +58,27 @@ from .tensor import Tensor
 
 __version__ = "0.1.0"
 
-float32 = backend.numpy.float32
-float64 = backend.numpy.float64
-int64 = backend.numpy.int64
-
 # last, as in torch/__init__.py: data's modules import creation, which must find tensor loaded above
 from . import (  # noqa: E402
+    accelerator,
     amp,  # noqa: F401  (registers autocast's casting lists; see entry_points.py)
+    backends,
+    cuda,
     data,
     fast,  # noqa: E402,F401  (registers the fast path's implementations; see paths.py)
     nn,
     optim,
+    utils,
 )
 from .paths import fast_path_enabled, reference  # noqa: E402
 
+# float, int and bool are attributes, as in PyTorch, but not in __all__: a star import must not hide the builtins
 __all__ = [
-    "Function", "GradcheckError", "GradcheckReport", "Tensor", "arange", "as_tensor", "backend", "data", "enable_grad",
-    "fast_path_enabled", "from_numpy", "reference",
-    "float32", "float64", "functional", "generator", "gradcheck", "int64", "is_grad_enabled", "load", "manual_seed",
-    "memory", "nn", "no_grad", "ones", "ones_like", "rand", "randint", "randn", "save", "optim", "set_grad_enabled",
-    "tensor", "training", "zeros", "zeros_like",
+    "Function", "GradcheckError", "GradcheckReport", "Tensor", "accelerator", "arange", "as_tensor", "backend",
+    "backends", "cdouble", "cfloat", "complex64", "complex128", "cuda", "data", "device", "double", "enable_grad",
+    "fast_path_enabled", "float16", "float32", "float64", "from_numpy", "functional", "generator",
+    "get_default_device", "gradcheck", "half", "int8", "int16", "int32", "int64", "is_grad_enabled", "load", "long",
+    "manual_seed", "memory", "nn", "no_grad", "ones", "ones_like", "optim", "rand", "randint", "randn", "reference",
+    "save", "set_default_device", "set_grad_enabled", "short", "tensor", "training", "uint8", "utils", "zeros",
+    "zeros_like",
 ]

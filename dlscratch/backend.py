@@ -184,16 +184,25 @@ def device():
     return "cpu" if xp is numpy else "gpu"
 
 
+def device_name(device):
+    """``"cpu"`` or ``"gpu"``, for a device as dlscratch or PyTorch names it: ``"cpu"``, ``"gpu"``, ``"cuda"``,
+    ``"cuda:0"`` or a ``dlscratch.device``. dlscratch uses one GPU, CuPy's current one: another index is refused."""
+    name = str(device).lower()
+    kind, colon, index = name.partition(":")
+    if kind in ("cpu", "gpu", "cuda") and (not colon or index == "0"):
+        return "cpu" if kind == "cpu" else "gpu"
+    if kind in ("gpu", "cuda") and index.isdigit():
+        raise ValueError(f"device {str(device)!r}: dlscratch uses one GPU, the current one; use 'cuda' or 'cuda:0'")
+    raise ValueError(f"unknown device {str(device)!r}; use 'cpu' or 'gpu' (PyTorch's 'cuda' and 'cuda:0' work too)")
+
+
 def module_for(device):
-    """The array module for ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy; alias ``"cuda"``)."""
-    device = str(device).lower()
-    if device == "cpu":
+    """The array module for ``"cpu"`` (NumPy) or ``"gpu"`` (CuPy; PyTorch's ``"cuda"`` too, see ``device_name``)."""
+    if device_name(device) == "cpu":
         return numpy
-    if device in ("gpu", "cuda"):
-        if not gpu_available():
-            raise RuntimeError(f"no usable GPU: {gpu_unavailable_reason()}")
-        return cupy
-    raise ValueError(f"unknown device {device!r}; use 'cpu' or 'gpu'")
+    if not gpu_available():
+        raise RuntimeError(f"no usable GPU: {gpu_unavailable_reason()}")
+    return cupy
 
 
 def cupy_loaded():

@@ -1,7 +1,8 @@
 """In-place writes: change a tensor's memory, safely, and count the change.
 
-``t[index] = value``, ``t.copy_(src)``, ``t.fill_(v)``, ``t.zero_()``, ``t.add_(other, alpha)`` and
-``t.mul_(other)`` write into ``t``'s array and add one to its version counter, so that a graph
+``t[index] = value``, ``t.copy_(src)``, ``t.fill_(v)``, ``t.zero_()``, ``t.add_(other, alpha)``,
+``t.sub_(other, alpha)``, ``t.mul_(other)`` and ``t.div_(other)`` (and ``+=``, ``-=``, ``*=``, ``/=``, which call
+them) write into ``t``'s array and add one to its version counter, so that a graph
 that saved ``t`` refuses to backward through the stale value (see ``layers/versions.py``). ``relu_``
 (``nn.ReLU(inplace=True)``) is recorded as well; see its docstring.
 
@@ -11,6 +12,7 @@ being recorded on a tensor that takes part in one: a leaf that requires grad (wr
 value that requires grad (no gradient would reach it). On plain data tensors they always work.
 """
 
+import math
 import weakref
 
 import numpy
@@ -54,7 +56,14 @@ def fill_(t, value):
     _check_writable(t, "fill_", value)
     if not _is_number(value):
         raise TypeError(f"fill_: the value must be a number, not {type(value).__name__} (use copy_ for arrays)")
-    t.data.fill(value.item() if hasattr(value, "item") else value)
+    value = value.item() if hasattr(value, "item") else value
+    if backend.is_gpu_array(t.data) and isinstance(value, float) and value == 0 and math.copysign(1, value) < 0:
+        # CuPy's fill writes a zero with a memset, all bits clear: -0.0 comes from a 0-d array that holds it
+        from .layers.constants import scalar_array
+
+        backend.get_array_module(t.data).copyto(t.data, scalar_array(value, t.data), casting="unsafe")
+    else:
+        t.data.fill(value)
     bump(t)
     return t
 
@@ -67,6 +76,16 @@ def add_(t, other, alpha=1):
 def mul_(t, other):
     """``t *= other``; ``other`` must broadcast to ``t``'s shape."""
     return _update(t, other, "mul_", lambda xp, out, o: xp.multiply(out, o, out=out))
+
+
+def sub_(t, other, alpha=1):
+    """``t -= alpha * other``; ``other`` must broadcast to ``t``'s shape."""
+    return _update(t, other, "sub_", lambda xp, out, o: xp.subtract(out, o if alpha == 1 else o * alpha, out=out))
+
+
+def div_(t, other):
+    """``t /= other``, true division; an integer tensor is refused (its result would be floating point)."""
+    return _update(t, other, "div_", lambda xp, out, o: xp.true_divide(out, o, out=out))
 
 
 def relu_(t):

@@ -20,6 +20,7 @@ import numpy
 
 from . import backend, inplace
 from .core import tensor as core
+from .device import device as device_type
 from .layers import deferred_checks, errors, leaf_hooks, seeds
 from .layers.constants import NUMERIC_KINDS, PYTHON_SCALARS
 from .layers.constants import is_number as _is_number
@@ -360,13 +361,10 @@ class Tensor(core.Tensor):
 
     # ----- conversions -----
     def to(self, target):
-        """Move to ``"cpu"`` or ``"gpu"``, or cast to a dtype (both stay in the graph)."""
-        if isinstance(target, str):
-            target = target.lower()
-            if target == "cuda":
-                target = "gpu"
-            if target not in ("cpu", "gpu"):
-                raise ValueError(f"to: unknown device {target!r}; use 'cpu' or 'gpu'")
+        """Move to ``"cpu"`` or ``"gpu"`` (or PyTorch's ``"cuda"``, a ``dlscratch.device``), or cast to a dtype
+        (both stay in the graph)."""
+        if isinstance(target, (str, device_type)):
+            target = backend.device_name(target)
             return self if target == self.device else _fn.to_device(self, target)
         return self.astype(target)
 
@@ -477,8 +475,29 @@ class Tensor(core.Tensor):
         """``self += alpha * other``, in place."""
         return inplace.add_(self, other, alpha)
 
+    def sub_(self, other, alpha=1):
+        """``self -= alpha * other``, in place."""
+        return inplace.sub_(self, other, alpha)
+
     def mul_(self, other):
         return inplace.mul_(self, other)
+
+    def div_(self, other):
+        return inplace.div_(self, other)
+
+    # ``x += y`` and the others write into x, as in PyTorch: under no_grad() the update of a leaf that requires
+    # grad (``p -= lr * p.grad``), anywhere on a tensor outside a graph (inplace.py refuses the rest)
+    def __iadd__(self, other):
+        return inplace.add_(self, other)
+
+    def __isub__(self, other):
+        return inplace.sub_(self, other)
+
+    def __imul__(self, other):
+        return inplace.mul_(self, other)
+
+    def __itruediv__(self, other):
+        return inplace.div_(self, other)
 
     def relu_(self):
         """``max(self, 0)`` written into this tensor, recorded in the graph (see ``inplace.relu_``)."""

@@ -260,3 +260,12 @@ def test_float16_products_agree_to_the_bit(backend, make, shape, request):
         assert_same(fast, reference)
     else:
         assert all(same_values(a, b, coarsest=np.float16) for a, b in zip(fast, reference, strict=True))
+
+
+def test_fill_with_negative_zero_keeps_its_sign_on_every_device(backend):
+    """CuPy's fill writes a zero with a memset (the stand-in does too): ``fill_(-0.0)`` must not."""
+    t = dlscratch.tensor(backend.ones(3, dtype=np.float32))
+    t.fill_(-0.0)
+    assert np.signbit(B.to_cpu(t.data)).all() and (B.to_cpu(t.data) == 0).all()
+    t.fill_(0.0)
+    assert not np.signbit(B.to_cpu(t.data)).any()

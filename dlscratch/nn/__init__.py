@@ -5,7 +5,7 @@
     logits = model(images)                  # (N, 1, 28, 28) -> (N, 10)
 """
 
-from . import init, utils
+from . import functional, init, utils
 from .activation import ReLU, Sigmoid, Softmax, Tanh
 from .container import Sequential
 from .conv import Conv2d
@@ -18,5 +18,5 @@ from .rnn import LSTM, LSTMCell
 
 __all__ = [
     "Dropout", "Flatten", "Linear", "Module", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-    "init", "AvgPool2d", "Conv2d", "LSTM", "LSTMCell", "MaxPool2d", "utils",
+    "functional", "init", "AvgPool2d", "Conv2d", "LSTM", "LSTMCell", "MaxPool2d", "utils",
 ]

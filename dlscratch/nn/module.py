@@ -21,6 +21,7 @@ from collections import OrderedDict, namedtuple
 import numpy
 
 from .. import backend
+from ..device import device as device_type
 from ..grad_mode import no_grad
 from ..tensor import Tensor
 
@@ -216,12 +217,12 @@ class Module:
             p.zero_grad(set_to_none)
 
     def to(self, target):
-        """Move every parameter and buffer to ``"cpu"`` or ``"gpu"``, or cast the floating-point
-        ones to a dtype, in place: the Parameter objects stay the same, so an optimizer built on
+        """Move every parameter and buffer to ``"cpu"`` or ``"gpu"`` (or ``"cuda"``, a ``device``), or cast the
+        floating-point ones to a dtype, in place: the Parameter objects stay the same, so an optimizer built on
         them keeps working. A cast leaves the buffers a module names in ``fixed_dtype_buffers``
         alone (an int8 layer's float32 scales). Returns self."""
         tensors = list(self.parameters()) + list(self.buffers())
-        if isinstance(target, str):
+        if isinstance(target, (str, device_type)):
             xp = backend.module_for(target)  # raises for an unknown device or a missing GPU
             convert = backend.to_cpu if xp is numpy else backend.to_gpu
         else:
