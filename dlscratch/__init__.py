@@ -17,14 +17,19 @@ from .checkpoint import load, save
 from .creation import (
     arange,
     as_tensor,
+    eye,
     from_numpy,
+    full,
     generator,
+    linspace,
     manual_seed,
     ones,
     ones_like,
     rand,
+    rand_like,
     randint,
     randn,
+    randn_like,
     tensor,
     zeros,
     zeros_like,
@@ -52,6 +57,7 @@ from .dtype_names import (  # noqa: A004  (PyTorch's names: dlscratch.float, dls
     uint8,
 )
 from .function import Function
+from .functional import cat, clamp, cos, exp, flatten, log, sigmoid, sin, sqrt, stack, tan, tanh  # as torch.sin, ...
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
 from .tensor import Tensor
@@ -75,10 +81,11 @@ from .paths import fast_path_enabled, reference  # noqa: E402
 # float, int and bool are attributes, as in PyTorch, but not in __all__: a star import must not hide the builtins
 __all__ = [
     "Function", "GradcheckError", "GradcheckReport", "Tensor", "accelerator", "arange", "as_tensor", "backend",
-    "backends", "cdouble", "cfloat", "complex64", "complex128", "cuda", "data", "device", "double", "enable_grad",
-    "fast_path_enabled", "float16", "float32", "float64", "from_numpy", "functional", "generator",
-    "get_default_device", "gradcheck", "half", "int8", "int16", "int32", "int64", "is_grad_enabled", "load", "long",
-    "manual_seed", "memory", "nn", "no_grad", "ones", "ones_like", "optim", "rand", "randint", "randn", "reference",
-    "save", "set_default_device", "set_grad_enabled", "short", "tensor", "training", "uint8", "utils", "zeros",
-    "zeros_like",
+    "backends", "cat", "cdouble", "cfloat", "clamp", "complex64", "complex128", "cos", "cuda", "data", "device",
+    "double", "enable_grad", "exp", "eye", "fast_path_enabled", "flatten", "float16", "float32", "float64",
+    "from_numpy", "full", "functional", "generator", "get_default_device", "gradcheck", "half", "int8", "int16",
+    "int32", "int64", "is_grad_enabled", "linspace", "load", "log", "long", "manual_seed", "memory", "nn", "no_grad",
+    "ones", "ones_like", "optim", "rand", "rand_like", "randint", "randn", "randn_like", "reference", "save",
+    "set_default_device", "set_grad_enabled", "short", "sigmoid", "sin", "sqrt", "stack", "tan", "tanh", "tensor",
+    "training", "uint8", "utils", "zeros", "zeros_like",
 ]

@@ -116,3 +116,36 @@ def randint(low, high, shape, device=None):
     """Integers in [low, high) of ``shape`` (int64)."""
     xp = _xp(device)
     return Tensor(generator(xp).integers(low, high, size=shape, dtype=numpy.int64))
+
+
+def linspace(start, end, steps, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, numpy.integer)) or steps < 0:
+        raise ValueError(f"linspace: steps must be a non-negative integer, got {steps!r}")
+    data = _xp(device).linspace(start, end, int(steps), dtype=numpy.dtype(dtype))
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    """A tensor of shape ``size`` filled with ``fill_value``; without ``dtype``, float32 for a float, int64 for
+    an integer and bool for a bool, as PyTorch infers it."""
+    if dtype is None:
+        dtype = (numpy.bool_ if isinstance(fill_value, (bool, numpy.bool_)) else numpy.int64
+                 if isinstance(fill_value, (int, numpy.integer)) else DEFAULT_FLOAT)
+    data = _xp(device).full(_shape((size,) if isinstance(size, int) else tuple(size)), fill_value, dtype=dtype)
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def eye(n, m=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+    """The (n, m) identity matrix (m = n by default)."""
+    return Tensor(_xp(device).eye(n, m, dtype=dtype), requires_grad=requires_grad, dtype=dtype)
+
+
+def rand_like(t, dtype=None, requires_grad=False):
+    """Uniform samples in [0, 1) of ``t``'s shape, dtype and device."""
+    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+
+
+def randn_like(t, dtype=None, requires_grad=False):
+    """Standard normal samples of ``t``'s shape, dtype and device."""
+    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)

@@ -516,6 +516,33 @@ class Tensor(core.Tensor):
     def abs(self):
         return _fn.abs_(self)
 
+    def sin(self):
+        return _fn.sin(self)
+
+    def cos(self):
+        return _fn.cos(self)
+
+    def tan(self):
+        return _fn.tan(self)
+
+    def clamp(self, min=None, max=None):  # noqa: A002 (PyTorch's argument names)
+        return _fn.clamp(self, min, max)
+
+    def pow(self, exponent):
+        return _fn.pow(self, exponent)
+
+    def mul(self, other):
+        return _fn.mul(self, other)
+
+    def matmul(self, other):
+        return _fn.matmul(self, other)
+
+    def t(self):
+        """The transpose of a matrix (a tensor of 0 or 1 dimensions is returned as it is), as PyTorch's ``t``."""
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor of at most 2 dimensions, got {self.ndim}; use transpose(dim0, dim1)")
+        return self if self.ndim < 2 else _fn.transpose(self, 0, 1)
+
     def tanh(self):
         return _fn.tanh(self)
 

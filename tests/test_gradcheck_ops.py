@@ -108,6 +108,15 @@ ELEMENTWISE = {
     "F.sigmoid": (F.sigmoid, {"low": -6.0, "high": 6.0}),
     "relu": (lambda x: x.relu(), {"away": 0.1}),
     "F.relu": (F.relu, {"away": 0.1}),
+    "sin": (lambda x: x.sin(), {}),
+    "dlscratch.sin": (dlscratch.sin, {}),
+    "cos": (lambda x: x.cos(), {}),
+    "F.cos": (F.cos, {}),
+    "tan": (lambda x: x.tan(), {"low": -1.2, "high": 1.2}),
+    "dlscratch.tan": (dlscratch.tan, {"low": -1.2, "high": 1.2}),
+    "clamp below": (lambda x: x.clamp(min=0.0), {"away": 0.1}),
+    "clamp above": (lambda x: dlscratch.clamp(x, max=0.0), {"away": 0.1}),
+    "clamp inside": (lambda x: F.clamp(x, -3.0, 3.0), {}),
 }
 
 
@@ -115,6 +124,21 @@ ELEMENTWISE = {
 def test_elementwise(make, name):
     fn, ranges = ELEMENTWISE[name]
     gradcheck(fn, make(3, 4, **ranges))
+
+
+def test_trigonometry_and_clamp_values_and_clamps_gradient_at_its_bounds(backend):
+    ref = np.array([-2.0, -1.0, -0.25, 0.0, 1.0, 1.5])
+    x = dlscratch.tensor(backend.asarray(ref), dtype=np.float64, requires_grad=True)
+    for name in ("sin", "cos", "tan"):
+        np.testing.assert_allclose(getattr(x, name)().detach().numpy(), getattr(np, name)(ref), rtol=1e-12)
+    y = x.clamp(-1.0, 1.0)
+    np.testing.assert_array_equal(y.detach().numpy(), np.clip(ref, -1.0, 1.0))
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 1, 1, 1, 1, 0])  # at a bound the gradient passes, as PyTorch's
+    with pytest.raises(ValueError, match="give min, max or both"):
+        x.clamp()
+    with pytest.raises(ValueError, match="min .2.0. must not exceed max"):
+        x.clamp(2.0, 1.0)
 
 
 def test_elementwise_values(backend):

@@ -150,3 +150,37 @@ def test_in_place_operators_refuse_what_pytorch_refuses():
     assert integers.tolist() == [1, 2, 3] and integers._version == 0
     with pytest.raises(ValueError, match="cannot be broadcast to this tensor's shape"):
         torch.zeros(3).add_(torch.ones(2))
+
+
+# ----- 5. functions and methods (a first part) -----
+def test_creation_functions_as_pytorch_documents_them():
+    x = torch.linspace(-1.0, 1.0, 5)
+    assert x.dtype == np.float32 and x.tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    assert torch.linspace(0, 1, 0).shape == (0,) and torch.linspace(2, 2, 1).tolist() == [2.0]
+    with pytest.raises(ValueError, match="steps must be a non-negative integer"):
+        torch.linspace(0, 1, 2.5)
+    assert torch.full((2, 3), 7).dtype == np.int64 and torch.full((2,), 1.5).dtype == np.float32
+    assert torch.full([2], True).dtype == np.bool_ and torch.full(3, 2.0, dtype=torch.double).tolist() == [2.0] * 3
+    assert np.signbit(torch.full((2,), -0.0).numpy()).all()
+    np.testing.assert_array_equal(torch.eye(2, 3).numpy(), np.eye(2, 3, dtype=np.float32))
+    assert torch.eye(3).dtype == np.float32 and torch.eye(2, requires_grad=True).requires_grad
+    torch.manual_seed(0)
+    base = torch.zeros(4, 2, dtype=torch.double)
+    for like in (torch.rand_like(base), torch.randn_like(base)):
+        assert like.shape == (4, 2) and like.dtype == np.float64 and like.device == base.device
+    assert ((torch.rand_like(base).numpy() >= 0) & (torch.rand_like(base).numpy() < 1)).all()
+
+
+def test_top_level_functions_and_methods_are_the_librarys_differentiable_ones():
+    x = torch.tensor(np.array([[0.5, -1.0], [2.0, 0.25]], np.float32), requires_grad=True)
+    for name in ("sin", "cos", "tan", "exp", "tanh", "sigmoid"):
+        np.testing.assert_allclose(getattr(torch, name)(x).detach().numpy(), getattr(x, name)().detach().numpy())
+    assert torch.sqrt(torch.tensor([4.0])).tolist() == [2.0] and torch.log(torch.tensor([1.0])).tolist() == [0.0]
+    assert torch.cat([x, x]).shape == (4, 2) and torch.cat([x, x], 1).shape == (2, 4)
+    assert torch.stack([x, x]).shape == (2, 2, 2) and torch.flatten(x).shape == (4,)
+    assert x.t().tolist() == [[0.5, 2.0], [-1.0, 0.25]] and torch.ones(3).t().shape == (3,)
+    with pytest.raises(ValueError, match="at most 2 dimensions"):
+        torch.ones(2, 2, 2).t()
+    y = x.pow(2).mul(x).matmul(torch.ones(2, 1))  # x**3 summed over each row
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * x.detach().numpy() ** 2)

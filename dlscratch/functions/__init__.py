@@ -10,7 +10,7 @@ from .broadcast import broadcast_to, sum_to, sum_to_shape
 from .conv import conv2d
 from .conversion import astype, clone, to_device
 from .dropout import dropout
-from .elementwise import abs_, exp, log, relu, sigmoid, sqrt, tanh
+from .elementwise import abs_, clamp, cos, exp, log, relu, sigmoid, sin, sqrt, tan, tanh
 from .im2col import col2im, im2col
 from .indexing import getitem
 from .joining import concatenate, stack
@@ -24,7 +24,8 @@ from .shape import flatten, permute, reshape, squeeze, transpose, unsqueeze, wra
 from .softmax import log_softmax, softmax
 
 __all__ = [
-    "abs_", "add", "amax", "astype", "broadcast_to", "clone", "concatenate", "cross_entropy", "div", "dropout", "exp",
+    "abs_", "add", "amax", "astype", "broadcast_to", "clamp", "clone", "concatenate", "cos", "cross_entropy", "div",
+    "dropout", "exp", "sin", "tan",
     "flatten", "getitem", "linear", "log", "log_softmax", "lstm_cell", "lstm_layer", "matmul", "mean", "mse_loss",
     "mul",
     "neg", "permute", "pow", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "stack",

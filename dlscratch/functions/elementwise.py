@@ -1,4 +1,4 @@
-"""Elementwise functions of one tensor: exp, log, sqrt, abs, tanh, sigmoid, relu."""
+"""Elementwise functions of one tensor: exp, log, sqrt, abs, tanh, sigmoid, relu, sin, cos, tan, clamp."""
 
 from ..backend import get_array_module
 from ..function import Function
@@ -107,6 +107,60 @@ class InPlaceReLU(ReLU):
         return self.y
 
 
+class Sin(Function):
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
+
+    def forward(self, x):
+        self.x = x
+        return get_array_module(x).sin(x)
+
+    def backward(self, gy):
+        return gy * get_array_module(self.x).cos(self.x)
+
+
+class Cos(Function):
+    float_result = True
+
+    def forward(self, x):
+        self.x = x
+        return get_array_module(x).cos(x)
+
+    def backward(self, gy):
+        return -gy * get_array_module(self.x).sin(self.x)
+
+
+class Tan(Function):
+    float_result = True
+    saves_inputs, saves_outputs = False, True  # d tan = 1 + tan^2: backward reads the output
+
+    def forward(self, x):
+        self.y = get_array_module(x).tan(x)
+        return self.y
+
+    def backward(self, gy):
+        return gy * (1 + self.y * self.y)
+
+
+class Clamp(Function):
+    """``min(max(x, low), high)``, either bound may be None. The gradient passes where ``low <= x <= high``,
+    the bounds included, as PyTorch's does."""
+
+    def __init__(self, low, high):
+        self.low, self.high = low, high
+
+    def forward(self, x):
+        self.x = x
+        return get_array_module(x).clip(x, self.low, self.high)
+
+    def backward(self, gy):
+        inside = True
+        if self.low is not None:
+            inside = self.x >= self.low
+        if self.high is not None:
+            inside = inside & (self.x <= self.high)
+        return gy * inside
+
+
 def exp(x):
     return Exp()(x)
 
@@ -135,3 +189,24 @@ def sigmoid(x):
 def relu(x, inplace=False):
     """``max(x, 0)``; ``inplace=True`` writes it into ``x`` (``Tensor.relu_``)."""
     return x.relu_() if inplace else ReLU()(x)
+
+
+def sin(x):
+    return Sin()(x)
+
+
+def cos(x):
+    return Cos()(x)
+
+
+def tan(x):
+    return Tan()(x)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 (PyTorch's argument names)
+    """``x`` limited to [``min``, ``max``] (numbers; either may be None, not both)."""
+    if min is None and max is None:
+        raise ValueError("clamp: give min, max or both (at least one must not be None), as PyTorch requires")
+    if min is not None and max is not None and min > max:
+        raise ValueError(f"clamp: min ({min}) must not exceed max ({max})")
+    return Clamp(min, max)(x)
