@@ -30,6 +30,7 @@ from .creation import (
     randint,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -57,10 +58,42 @@ from .dtype_names import (  # noqa: A004  (PyTorch's names: dlscratch.float, dls
     uint8,
 )
 from .function import Function
-from .functional import cat, clamp, cos, exp, flatten, log, sigmoid, sin, sqrt, stack, tan, tanh  # as torch.sin, ...
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
+from .random import Generator
+from .sampling import multinomial
 from .tensor import Tensor
+from .tensor_ops import (  # torch.sin, torch.matmul, ...: PyTorch's top-level functions
+    abs,  # noqa: A004,F401  (abs, all, any, max, min and sum: not in __all__, below)
+    add,
+    all,  # noqa: A004,F401
+    allclose,
+    any,  # noqa: A004,F401
+    argmax,
+    argmin,
+    cat,
+    clamp,
+    cos,
+    div,
+    exp,
+    flatten,
+    log,
+    log10,
+    matmul,
+    max,  # noqa: A004,F401
+    mean,
+    min,  # noqa: A004,F401
+    mul,
+    numel,
+    sigmoid,
+    sin,
+    sqrt,
+    stack,
+    sub,
+    sum,  # noqa: A004,F401
+    tan,
+    tanh,
+)
 
 __version__ = "0.1.0"
 
@@ -78,14 +111,16 @@ from . import (  # noqa: E402
 )
 from .paths import fast_path_enabled, reference  # noqa: E402
 
-# float, int and bool are attributes, as in PyTorch, but not in __all__: a star import must not hide the builtins
+# float, int, bool, abs, all, any, max, min and sum are attributes, as in PyTorch, but not in __all__: a star
+# import must not hide the builtins
 __all__ = [
-    "Function", "GradcheckError", "GradcheckReport", "Tensor", "accelerator", "arange", "as_tensor", "backend",
-    "backends", "cat", "cdouble", "cfloat", "clamp", "complex64", "complex128", "cos", "cuda", "data", "device",
-    "double", "enable_grad", "exp", "eye", "fast_path_enabled", "flatten", "float16", "float32", "float64",
-    "from_numpy", "full", "functional", "generator", "get_default_device", "gradcheck", "half", "int8", "int16",
-    "int32", "int64", "is_grad_enabled", "linspace", "load", "log", "long", "manual_seed", "memory", "nn", "no_grad",
-    "ones", "ones_like", "optim", "rand", "rand_like", "randint", "randn", "randn_like", "reference", "save",
-    "set_default_device", "set_grad_enabled", "short", "sigmoid", "sin", "sqrt", "stack", "tan", "tanh", "tensor",
-    "training", "uint8", "utils", "zeros", "zeros_like",
+    "accelerator", "add", "allclose", "arange", "argmax", "argmin", "as_tensor", "backend", "backends", "cat",
+    "cdouble", "cfloat", "clamp", "complex128", "complex64", "cos", "cuda", "data", "device", "div", "double",
+    "enable_grad", "exp", "eye", "fast_path_enabled", "flatten", "float16", "float32", "float64", "from_numpy", "full",
+    "Function", "functional", "Generator", "generator", "get_default_device", "gradcheck", "GradcheckError",
+    "GradcheckReport", "half", "int16", "int32", "int64", "int8", "is_grad_enabled", "linspace", "load", "log", "log10",
+    "long", "manual_seed", "matmul", "mean", "memory", "mul", "multinomial", "nn", "no_grad", "numel", "ones",
+    "ones_like", "optim", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference", "save",
+    "set_default_device", "set_grad_enabled", "short", "sigmoid", "sin", "sqrt", "stack", "sub", "tan", "tanh",
+    "Tensor", "tensor", "training", "uint8", "utils", "zeros", "zeros_like",
 ]

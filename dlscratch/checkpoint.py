@@ -10,11 +10,16 @@ never runs code (a pickle can). Each array is one entry (``arr_0``, ``arr_1``, .
 CuPy arrays are copied to the host first); the structure around them (dicts, lists, tuples,
 numbers, strings, booleans, None) is a JSON manifest stored as a string array. Host-only code:
 it uses NumPy directly.
+
+Anything else (a whole model, as ``torch.save(model, path)`` stores one) is pickled into an entry of its own.
+Unpickling runs code from the file, so, as PyTorch's ``load`` does by default, ``load`` refuses such an entry
+unless told ``weights_only=False``: do that only for a file you trust.
 """
 
 import contextlib
 import json
 import os
+import pickle
 import re
 import tokenize
 import uuid
@@ -41,7 +46,8 @@ def save(obj, path):
     never leaves a half-written checkpoint (an existing one stays as it was).
 
     obj: nested dicts (str or int keys), lists and tuples of Tensors, NumPy or CuPy arrays, NumPy
-    scalars, Python numbers, strings, booleans and None (state dicts, and dicts holding them).
+    scalars, Python numbers, strings, booleans and None (state dicts, and dicts holding them); anything
+    else is pickled (see the module docstring).
     """
     path = _destination(path)
     arrays = {}
@@ -50,14 +56,24 @@ def save(obj, path):
     _write_atomically(path, arrays)
 
 
-def load(path, device=None):
+def load(path, device=None, weights_only=True, map_location=None):
     """The object saved at ``path``, with the same structure (dicts come back as dicts, Tensors
-    as arrays): arrays are NumPy arrays, or on ``device`` (``"cpu"`` or ``"gpu"``) when given.
-    Raises ``CheckpointError`` for a file that is not a dlscratch checkpoint or is damaged."""
+    as arrays): arrays are NumPy arrays, or on ``device`` (``"cpu"`` or ``"gpu"``; PyTorch's name for it
+    is ``map_location``) when given. Raises ``CheckpointError`` for a file that is not a dlscratch checkpoint
+    or is damaged, and ``pickle.UnpicklingError`` for a pickled object unless ``weights_only=False``."""
+    if map_location is not None:
+        if device is not None:
+            raise TypeError("load: give device or map_location (PyTorch's name for it), not both")
+        device = map_location
     move = backend.to_cpu if device is None or backend.module_for(device) is numpy else backend.to_gpu
     manifest, arrays = _read(os.fspath(path))
     try:
-        return _decode(manifest["root"], arrays, move)
+        return _decode(manifest["root"], arrays, move, None if weights_only else (device or False))
+    except CheckpointError:
+        raise
+    except pickle.UnpicklingError as exc:
+        raise pickle.UnpicklingError(f"load: weights only load failed: {path} {exc}. Unpickling runs code from "
+                                     "the file: if you trust it, load it with weights_only=False") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:
         raise CheckpointError(f"load: {path} has a damaged manifest ({type(exc).__name__}: {exc})") from exc
 
@@ -89,7 +105,8 @@ def _encode(obj, arrays, where, inside):
     that holds itself (which would never end).
 
     Nodes: a JSON value for None, bools, ints, floats and strings; ``{"dict": [[key, node], ...]}``,
-    ``{"list": [...]}``, ``{"tuple": [...]}``; ``{"array": name}``; ``{"scalar": name}`` for NumPy scalars.
+    ``{"list": [...]}``, ``{"tuple": [...]}``; ``{"array": name}``; ``{"scalar": name}`` for NumPy scalars;
+    ``{"pickle": name, "type": ...}`` for anything else, its pickle as an array of bytes.
     """
     if isinstance(obj, Tensor):
         obj = obj.data
@@ -97,49 +114,48 @@ def _encode(obj, arrays, where, inside):
         return {"scalar": _add_array(numpy.asarray(obj), arrays, where)}
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    if isinstance(obj, numpy.ndarray) or backend.is_gpu_array(obj):
+    if (isinstance(obj, numpy.ndarray) or backend.is_gpu_array(obj)) and not obj.dtype.hasobject:
         return {"array": _add_array(backend.to_cpu(obj), arrays, where)}
     if isinstance(obj, (dict, list, tuple)):
         if id(obj) in inside:
             raise ValueError(f"save: the object refers to itself (a {type(obj).__name__} inside itself at {where}, "
                              f"which is {inside[id(obj)]} again); a checkpoint holds a tree: break the cycle")
         inside = {**inside, id(obj): where}
-    if isinstance(obj, dict):
-        return {"dict": [[_check_key(key, where), _encode(value, arrays, f"{where}[{key!r}]", inside)]
-                         for key, value in obj.items()]}
+    if isinstance(obj, dict) and all(type(key) in (str, int) for key in obj):
+        return {"dict": [[key, _encode(value, arrays, f"{where}[{key!r}]", inside)] for key, value in obj.items()]}
     if isinstance(obj, (list, tuple)):
         kind = "tuple" if isinstance(obj, tuple) else "list"
         return {kind: [_encode(value, arrays, f"{where}[{i}]", inside) for i, value in enumerate(obj)]}
-    raise TypeError(
-        f"save: cannot store a {type(obj).__name__} at {where}; a checkpoint holds dicts, lists and tuples of "
-        "Tensors, NumPy or CuPy arrays, numbers, strings, booleans and None (save a model's state_dict(), "
-        "not the model)"
-    )
+    try:
+        pickled = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise TypeError(f"save: cannot store the {type(obj).__name__} at {where}: it is not plain data, and pickle "
+                        f"refuses it ({exc}); save its state_dict() instead") from exc
+    name = _add_array(numpy.frombuffer(pickled, dtype=numpy.uint8), arrays, where)
+    return {"pickle": name, "type": f"{type(obj).__module__}.{type(obj).__qualname__}"}
 
 
 def _add_array(array, arrays, where):
-    if array.dtype.hasobject:
-        raise TypeError(f"save: the array at {where} holds Python objects, which cannot be stored without pickle")
     name = f"arr_{len(arrays)}"
     arrays[name] = array
     return name
 
 
-def _check_key(key, where):
-    if isinstance(key, bool) or not isinstance(key, (str, int)):
-        raise TypeError(f"save: dict keys must be strings or integers, got {key!r} in {where}")
-    return key
-
-
-def _decode(node, arrays, move):
-    """The object that manifest ``node`` describes, with arrays moved by ``move``."""
+def _decode(node, arrays, move, unpickle_to):
+    """The object that manifest ``node`` describes, with arrays moved by ``move``; a pickled object is refused
+    when ``unpickle_to`` is None, else unpickled and moved to that device (False: left where it was)."""
     if not isinstance(node, dict):
         return node
+    if "pickle" in node:
+        if unpickle_to is None:
+            raise pickle.UnpicklingError(f"holds a pickled {node.get('type')}")
+        obj = pickle.loads(arrays[node["pickle"]].tobytes())  # noqa: S301  (asked for: weights_only=False)
+        return obj.to(unpickle_to) if unpickle_to is not False and hasattr(obj, "to") else obj
     (kind, body), = node.items()
     if kind == "dict":
-        return {key: _decode(value, arrays, move) for key, value in body}
+        return {key: _decode(value, arrays, move, unpickle_to) for key, value in body}
     if kind in ("list", "tuple"):
-        items = [_decode(value, arrays, move) for value in body]
+        items = [_decode(value, arrays, move, unpickle_to) for value in body]
         return items if kind == "list" else tuple(items)
     if kind == "array":
         return move(arrays[body])

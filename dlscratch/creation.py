@@ -1,5 +1,6 @@
-"""Making tensors: ``tensor``, ``zeros``, ``ones``, ``randn``... on the current backend, and
-``manual_seed`` for the random ones. Floating-point results are float32 unless asked otherwise.
+"""Making tensors: ``tensor``, ``zeros``, ``ones``, ``randn``... on the current backend. The random ones draw
+from the global generators that ``manual_seed`` seeds, or from the ``Generator`` given as ``generator=``
+(``random.py``). Floating-point results are float32 unless asked otherwise.
 
 Copy or share, as in PyTorch: ``tensor(data)`` always copies, so the tensor and the caller's array
 never change each other; ``from_numpy(array)`` and ``as_tensor(data)`` share the array's memory
@@ -8,37 +9,11 @@ never change each other; ``from_numpy(array)`` and ``as_tensor(data)`` share the
 import numpy
 
 from . import backend
+from . import random as _random
+from .random import array_generator, manual_seed  # noqa: F401  (manual_seed: also here, as dlscratch imports it)
 from .tensor import DEFAULT_FLOAT, Tensor, _to_array
 
-_generators = {}  # one random generator per array module, all seeded by manual_seed
-_seed = [None]
-
-
-def manual_seed(seed):
-    """Seed dlscratch's random generators (NumPy's and, when used, CuPy's) and NumPy's global one.
-
-    ``seed``: an integer in [-2**63, 2**64 - 1], as in PyTorch; a negative seed is taken modulo
-    2**64 (as PyTorch does), so ``manual_seed(-1)`` is ``manual_seed(2**64 - 1)``. Anything else
-    raises before any generator changes."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, numpy.integer)):
-        raise TypeError(f"manual_seed: the seed must be an integer, got {type(seed).__name__} {seed!r}")
-    seed = int(seed)
-    if not -(2**63) <= seed <= 2**64 - 1:
-        raise ValueError(f"manual_seed: the seed must be in [-2**63, 2**64 - 1], got {seed}; "
-                         "reduce it, e.g. seed % 2**64")
-    seed %= 2**64
-    # NumPy's global generator takes 32-bit seeds; larger ones go in as two 32-bit words
-    numpy.random.seed(seed if seed < 2**32 else [seed % 2**32, seed // 2**32])
-    _seed[0] = seed
-    _generators.clear()
-
-
-def generator(xp=None):
-    """The random ``Generator`` for array module ``xp`` (default: the current backend)."""
-    xp = xp or backend.xp
-    if xp not in _generators:
-        _generators[xp] = xp.random.default_rng(_seed[0])
-    return _generators[xp]
+generator = _random.generator  # the global generator of an array module, also here (a parameter's name below)
 
 
 def _xp(device):
@@ -98,24 +73,69 @@ def arange(*args, dtype=None, device=None):
     return Tensor(_xp(device).arange(*args, dtype=dtype))
 
 
-def randn(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def randn(*shape, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
     """Standard normal samples of ``shape``."""
-    xp = _xp(device)
-    data = generator(xp).standard_normal(_shape(shape), dtype=numpy.dtype(dtype))
+    rng = array_generator(generator, _xp(device), "randn")
+    data = rng.standard_normal(_shape(shape), dtype=numpy.dtype(dtype))
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
-def rand(*shape, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
+def rand(*shape, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
     """Uniform samples in [0, 1) of ``shape``."""
-    xp = _xp(device)
-    data = generator(xp).random(_shape(shape), dtype=numpy.dtype(dtype))
+    rng = array_generator(generator, _xp(device), "rand")
+    data = rng.random(_shape(shape), dtype=numpy.dtype(dtype))
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
-def randint(low, high, shape, device=None):
-    """Integers in [low, high) of ``shape`` (int64)."""
+def randint(low=0, high=None, size=None, *, generator=None, dtype=numpy.int64, requires_grad=False, device=None):
+    """Integers drawn uniformly from [low, high), of shape ``size`` (a tuple), int64 unless ``dtype`` says
+    otherwise. PyTorch's two forms: ``randint(high, size)`` and ``randint(low, high, size)``."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=size)
+        low, high = 0, low
+    _check_randint(low, high, size, numpy.dtype(dtype))
+    rng = array_generator(generator, _xp(device), "randint")
+    data = rng.integers(int(low), int(high), size=tuple(size), dtype=numpy.int64)
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def _check_randint(low, high, size, dtype):
+    """Refuse what ``randint`` cannot draw: non-integer bounds or size, an empty range, a range beyond ``dtype``."""
+    for name, bound in (("low", low), ("high", high)):
+        if isinstance(bound, bool) or not isinstance(bound, (int, numpy.integer)):
+            raise TypeError(f"randint: {name} must be an integer, got {type(bound).__name__} {bound!r}")
+    if size is None:
+        raise TypeError(f"randint: no size: call randint(high, size) or randint(low, high, size), with size a tuple "
+                        f"such as (3,) or (2, 4); got low={low}, high={high}")
+    if not isinstance(size, (tuple, list)) or not all(_is_integer(n) for n in size):
+        raise TypeError(f"randint: size must be a tuple of integers, such as (3,) or (2, 4), got {size!r}")
+    if low >= high:
+        raise ValueError(f"randint: low must be less than high, got low={low}, high={high}")
+    if dtype.kind in "iub":
+        lowest, highest = (0, 1) if dtype.kind == "b" else (numpy.iinfo(dtype).min, numpy.iinfo(dtype).max)
+        if low < lowest or high - 1 > highest:
+            raise ValueError(f"randint: [{low}, {high}) does not fit in {dtype} ([{lowest}, {highest}]); "
+                             "pick a wider dtype or a narrower range")
+
+
+def _is_integer(n):
+    return not isinstance(n, bool) and isinstance(n, (int, numpy.integer))
+
+
+def randperm(n, *, generator=None, dtype=numpy.int64, requires_grad=False, device=None):
+    """The integers 0, ..., n - 1 in random order (int64 unless ``dtype`` says otherwise): the order that
+    sorts n uniform random keys, so every order is equally likely."""
+    if not _is_integer(n):
+        raise TypeError(f"randperm: n must be an integer, got {type(n).__name__} {n!r}")
+    if n < 0:
+        raise ValueError(f"randperm: n must be non-negative, got {n}")
+    dtype = numpy.dtype(dtype)
+    if dtype.kind in "iu" and n - 1 > numpy.iinfo(dtype).max:
+        raise ValueError(f"randperm: {n - 1} does not fit in {dtype}; pick a wider dtype, such as int64")
     xp = _xp(device)
-    return Tensor(generator(xp).integers(low, high, size=shape, dtype=numpy.int64))
+    keys = array_generator(generator, xp, "randperm").random((int(n),))
+    return Tensor(xp.argsort(keys).astype(dtype), requires_grad=requires_grad, dtype=dtype)
 
 
 def linspace(start, end, steps, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
@@ -141,11 +161,11 @@ def eye(n, m=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
     return Tensor(_xp(device).eye(n, m, dtype=dtype), requires_grad=requires_grad, dtype=dtype)
 
 
-def rand_like(t, dtype=None, requires_grad=False):
+def rand_like(t, dtype=None, requires_grad=False, *, generator=None):
     """Uniform samples in [0, 1) of ``t``'s shape, dtype and device."""
-    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+    return rand(*t.shape, generator=generator, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
 
 
-def randn_like(t, dtype=None, requires_grad=False):
+def randn_like(t, dtype=None, requires_grad=False, *, generator=None):
     """Standard normal samples of ``t``'s shape, dtype and device."""
-    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+    return randn(*t.shape, generator=generator, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)

@@ -10,7 +10,8 @@ and may say more about itself for the layers:
 - ``name``: the name its errors use.
 
 ``needs_input_grad`` (the core's) says which inputs want a gradient, so a backward can skip the others (a
-first layer's input is data).
+first layer's input is data). ``next_functions`` shows the graph as PyTorch's ``grad_fn.next_functions`` does,
+computed from ``inputs`` when asked, so recording pays nothing for it.
 
 Calling an instance runs ``Function.__call__`` below, which picks one of two routes, in code a reader sees:
 
@@ -121,8 +122,42 @@ class Function(core.Function):
             return fresh_grads.hand_to_leaves(self, gxs)
         return gxs
 
+    @property
+    def next_functions(self):
+        """PyTorch's: one ``(node, output index)`` pair per input: the function that computed it and which of its
+        outputs it is, an ``AccumulateGrad`` for a leaf that requires grad, ``(None, 0)`` for one that does not."""
+        return tuple([_next_function(x) for x in self.inputs])
+
     def __repr__(self):
         return f"<{type(self).__name__}>"
+
+
+def _next_function(x):
+    """``x``'s entry of ``next_functions``."""
+    fn = x.creator
+    if fn is not None:
+        return fn, next(i for i, ref in enumerate(fn.outputs) if ref() is x)
+    return (AccumulateGrad(x), 0) if x._requires_grad else (None, 0)
+
+
+class AccumulateGrad:
+    """PyTorch's graph node for a leaf that requires grad (``variable``), where backward adds into ``.grad``.
+    Here the walk adds itself (``Tensor.accumulate_grad``); this node only shows the leaf in ``next_functions``,
+    and two of the same leaf compare equal."""
+
+    next_functions = ()
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def __eq__(self, other):
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self):
+        return id(self.variable)
+
+    def __repr__(self):
+        return "<AccumulateGrad>"
 
 
 from . import one_frame  # noqa: E402  (it records with Tensor)

@@ -6,9 +6,11 @@ called ``dim`` as in PyTorch.
 
 from . import functions as _fn
 from .functions import (  # noqa: F401  (re-exported; the functions take PyTorch's dim and keepdim)
+    adaptive_avg_pool2d,
     add,
     amax,
     avg_pool2d,
+    binary_cross_entropy_with_logits,
     broadcast_to,
     clamp,
     col2im,
@@ -18,6 +20,7 @@ from .functions import (  # noqa: F401  (re-exported; the functions take PyTorch
     cross_entropy,
     div,
     dropout,
+    embedding,
     exp,
     flatten,
     im2col,
@@ -31,6 +34,8 @@ from .functions import (  # noqa: F401  (re-exported; the functions take PyTorch
     mse_loss,
     mul,
     neg,
+    nll_loss,
+    one_hot,
     permute,
     pow,
     relu,

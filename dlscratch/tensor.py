@@ -106,6 +106,40 @@ class _HookHandle:
             leaf_hooks.registered[0] -= 1
 
 
+# A NumPy ufunc met a tensor: the tensor's operator answers, once its operands are put in order
+_OPERATORS = {numpy.add: ("__add__", "__radd__"), numpy.subtract: ("__sub__", "__rsub__"),
+              numpy.multiply: ("__mul__", "__rmul__"), numpy.true_divide: ("__truediv__", "__rtruediv__"),
+              numpy.power: ("__pow__", "__rpow__"), numpy.matmul: ("__matmul__", "__rmatmul__"),
+              numpy.less: ("__lt__", "__gt__"), numpy.less_equal: ("__le__", "__ge__"),
+              numpy.greater: ("__gt__", "__lt__"), numpy.greater_equal: ("__ge__", "__le__"),
+              numpy.equal: ("__eq__", "__eq__"), numpy.not_equal: ("__ne__", "__ne__")}
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """NumPy's ufunc protocol. Into an array (``out=``, as ``array += tensor`` asks): the tensors' data, so that
+    ``p.data += -lr * p.grad`` writes into ``p.data``. Otherwise the tensor's own operator (``array + tensor``
+    is a tensor in the graph); anything else NumPy refuses."""
+    out = kwargs.get("out")
+    if out is not None and not any(isinstance(o, Tensor) for o in out):
+        return getattr(ufunc, method)(*map(data_of, inputs), **kwargs)
+    if method != "__call__" or out is not None or kwargs or len(inputs) != 2 or ufunc not in _OPERATORS:
+        return NotImplemented
+    forward, reflected = _OPERATORS[ufunc]
+    a, b = inputs
+    return getattr(a, forward)(b) if isinstance(a, Tensor) else getattr(b, reflected)(a)
+
+
+class _ArrayUfunc:
+    """``Tensor.__array_ufunc__``: NumPy reads it from the class, CuPy from the instance (before an operator).
+
+    NumPy gets ``_array_ufunc`` above. CuPy gets None, which tells its operators to leave ``array + tensor`` to
+    the tensor's reflected operator; its in-place operators (``array += tensor``) take the tensor's data through
+    ``__cupy_get_ndarray__``."""
+
+    def __get__(self, tensor, owner=None):
+        return _array_ufunc if tensor is None else None
+
+
 class Tensor(core.Tensor):
     """A node of the computation graph holding an array. See the module docstring.
 
@@ -177,6 +211,15 @@ class Tensor(core.Tensor):
     def numel(self):
         return self._data.size
 
+    nelement = numel  # PyTorch's older name
+
+    def __index__(self):
+        """A one-element integer tensor used as an index (``range(t)``, ``lst[t]``), as in PyTorch."""
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError(f"only integer tensors of a single element can be converted to an index (this one: "
+                            f"{self._data.dtype}, {self._data.size} elements)")
+        return int(self._read(self._data.item()))
+
     def __len__(self):
         return len(self._data)
 
@@ -201,6 +244,15 @@ class Tensor(core.Tensor):
 
     def __int__(self):
         return int(self._value("int"))
+
+    __array_ufunc__ = _ArrayUfunc()
+
+    @property
+    def __cupy_get_ndarray__(self):
+        """CuPy's protocol for an object that holds a GPU array (``gpu_array += tensor``); absent on the CPU."""
+        if not backend.is_gpu_array(self._data):
+            raise AttributeError("__cupy_get_ndarray__: the tensor is not on the GPU")
+        return lambda: self._data
 
     def __array__(self, dtype=None, copy=None):
         """``numpy.asarray(tensor)``: the data of a tensor on the CPU (no copy unless asked or needed);
@@ -279,29 +331,42 @@ class Tensor(core.Tensor):
                                    f"tensor is on {self.device}")
         self._grad = grad
 
-    def backward(self, grad=None):
-        """Compute the gradient of this tensor with respect to every leaf that requires grad.
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None, *, grad=None):
+        """Compute the gradient of this tensor with respect to every leaf that requires grad (PyTorch's arguments).
 
         Gradients accumulate: a second call adds to ``.grad``; reset with ``zero_grad()``.
-        A scalar output is seeded with 1; any other output needs ``grad`` of its own shape.
+        A scalar output is seeded with 1; any other output needs ``gradient`` (the lessons' ``grad=``) of its own
+        shape. ``inputs``: the leaves (or computed tensors) to accumulate into, the others left alone. The graph
+        stays after backward, so ``retain_graph`` changes nothing; ``create_graph=True`` is refused: the walk
+        computes on arrays and builds no graph of the gradients.
         """
+        if grad is not None:
+            if gradient is not None:
+                raise TypeError("backward: pass gradient= or grad= (two names for one argument), not both")
+            gradient = grad
+        if create_graph:
+            raise NotImplementedError(
+                "backward(create_graph=True): dlscratch computes gradients on arrays and builds no graph of "
+                "them, so they cannot be differentiated again (no higher-order derivatives)")
         if not self.requires_grad:
             raise RuntimeError(
                 "backward: this tensor does not require grad and has no graph; was it computed under "
                 "no_grad(), or from inputs none of which has requires_grad=True?"
             )
-        if grad is None:
+        if gradient is None:
             if self._data.size != 1:
                 raise RuntimeError(
                     f"backward: a gradient can only be created implicitly for a scalar output, and this "
-                    f"one has shape {self.shape}; pass grad= an array of that shape (or call .sum() first)"
+                    f"one has shape {self.shape}; pass gradient= (or grad=) an array of that shape (or call "
+                    ".sum() first)"
                 )
-            grad = seeds.ones_like(self._data)
+            gradient = seeds.ones_like(self._data)
         else:
-            grad = _to_array(grad, dtype=self.dtype, device=self.device)
-            if grad.shape != self.shape:
-                raise ValueError(f"backward: grad has shape {grad.shape} but the output has shape {self.shape}")
-        autograd.backward(self, grad)
+            gradient = _to_array(gradient, dtype=self.dtype, device=self.device)
+            if gradient.shape != self.shape:
+                raise ValueError(f"backward: the gradient has shape {gradient.shape} but the output has shape "
+                                 f"{self.shape}")
+        autograd.propagate(self, gradient, inputs)
 
     def accumulate_grad(self, g, copy=True):
         """Add array ``g`` to ``.grad``, in this tensor's dtype, then call the hooks registered with
@@ -372,6 +437,23 @@ class Tensor(core.Tensor):
         """Cast to ``dtype``; a cast to an integer or bool dtype cuts the graph, as in PyTorch."""
         return self if numpy.dtype(dtype) == self.dtype else _fn.astype(self, dtype)
 
+    def type(self, dtype=None):
+        """With no argument, PyTorch's name of the tensor's type (``"dlscratch.FloatTensor"``); with a dtype, or one
+        of those names, the tensor cast to it (as ``astype``)."""
+        names = {numpy.dtype(t): name for name, t in _TYPE_NAMES.items()}
+        if dtype is None:
+            name = names.get(self.dtype)
+            if name is None:
+                raise TypeError(f"type(): no PyTorch tensor type name for dtype {self.dtype}")
+            return f"dlscratch.{'cuda.' if self.device == 'gpu' else ''}{name}"
+        if isinstance(dtype, str):
+            name = dtype.rsplit(".", 1)[-1]
+            if name not in _TYPE_NAMES:
+                raise ValueError(f"type(): invalid type {dtype!r}; give a dtype or a name such as 'torch.FloatTensor'")
+            target = self.to("gpu" if ".cuda." in dtype else "cpu")
+            return target.astype(_TYPE_NAMES[name])
+        return self.astype(dtype)
+
     def float(self):
         return self.astype(numpy.float32)
 
@@ -428,25 +510,25 @@ class Tensor(core.Tensor):
     def __abs__(self):
         return _fn.abs_(self)
 
-    # Comparisons give plain boolean arrays: they are not differentiable. With an operand that is no
-    # number, array or tensor, == is False and != True (Python's fallback, as in PyTorch); < raises.
+    # Comparisons give boolean tensors, outside any graph (they are not differentiable). With an operand that
+    # is no number, array or tensor, == is False and != True (Python's fallback, as in PyTorch); < raises.
     def __lt__(self, other):
-        return self._data < data_of(other) if _operand(other) else NotImplemented
+        return _compared(self._data < data_of(other)) if _operand(other) else NotImplemented
 
     def __le__(self, other):
-        return self._data <= data_of(other) if _operand(other) else NotImplemented
+        return _compared(self._data <= data_of(other)) if _operand(other) else NotImplemented
 
     def __gt__(self, other):
-        return self._data > data_of(other) if _operand(other) else NotImplemented
+        return _compared(self._data > data_of(other)) if _operand(other) else NotImplemented
 
     def __ge__(self, other):
-        return self._data >= data_of(other) if _operand(other) else NotImplemented
+        return _compared(self._data >= data_of(other)) if _operand(other) else NotImplemented
 
     def __eq__(self, other):
-        return self._data == data_of(other) if _operand(other) else NotImplemented
+        return _compared(self._data == data_of(other)) if _operand(other) else NotImplemented
 
     def __ne__(self, other):
-        return self._data != data_of(other) if _operand(other) else NotImplemented
+        return _compared(self._data != data_of(other)) if _operand(other) else NotImplemented
 
     __hash__ = object.__hash__
 
@@ -467,6 +549,22 @@ class Tensor(core.Tensor):
 
     def fill_(self, value):
         return inplace.fill_(self, value)
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fill with samples of a normal distribution, in place (``generator=``: a ``dlscratch.Generator``)."""
+        return self.copy_(self._random(generator, "normal_").standard_normal(self.shape, self._draw_dtype) * std + mean)
+
+    def uniform_(self, low=0.0, high=1.0, *, generator=None):
+        """Fill with samples of the uniform distribution on [low, high), in place (PyTorch's ``from``, ``to``)."""
+        return self.copy_(self._random(generator, "uniform_").random(self.shape, self._draw_dtype) * (high - low) + low)
+
+    def _random(self, generator, where):
+        return _random.array_generator(generator, backend.get_array_module(self._data), where)
+
+    @property
+    def _draw_dtype(self):
+        """The dtype to draw random floats in: this one where the array module's generator has it."""
+        return self._data.dtype if self._data.dtype in (numpy.float32, numpy.float64) else numpy.float32
 
     def zero_(self):
         return inplace.fill_(self, 0)
@@ -515,6 +613,22 @@ class Tensor(core.Tensor):
 
     def abs(self):
         return _fn.abs_(self)
+
+    def log10(self):
+        return _fn.log10(self)
+
+    def all(self, dim=None, keepdim=False):
+        """Whether every element is nonzero (over ``dim``, or all): a bool tensor, not differentiable."""
+        return _truth(self, "all", dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        """Whether some element is nonzero (over ``dim``, or all): a bool tensor, not differentiable."""
+        return _truth(self, "any", dim, keepdim)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Whether ``|self - other| <= atol + rtol * |other|`` everywhere: a Python bool, as PyTorch's."""
+        xp = backend.get_array_module(self._data)
+        return bool(self._read(xp.allclose(self._data, data_of(other), rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
     def sin(self):
         return _fn.sin(self)
@@ -571,13 +685,24 @@ class Tensor(core.Tensor):
         """Maximum values over one dimension (or all)."""
         return _fn.amax(self, _torch_or_numpy(dim, axis), _torch_or_numpy(keepdim, keepdims))
 
+    def amin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Minimum values over one dimension (or all)."""
+        return _fn.amin(self, _torch_or_numpy(dim, axis), _torch_or_numpy(keepdim, keepdims))
+
     def max(self, dim=None, keepdim=False):
         """Over all elements: the maximum (tied maxima share its gradient). Over ``dim``:
         ``(values, indices)`` as in PyTorch, each value's gradient going to the element at its index."""
+        return self._extremum("max", dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        """Over all elements: the minimum. Over ``dim``: ``(values, indices)``, as ``max``."""
+        return self._extremum("min", dim, keepdim)
+
+    def _extremum(self, which, dim, keepdim):
         if dim is None:
-            return _fn.amax(self)
-        dim = _fn.wrap_dim("max", dim, self.ndim)
-        indices = self.argmax(dim, keepdim=True)
+            return _fn.amax(self) if which == "max" else _fn.amin(self)
+        dim = _fn.wrap_dim(which, dim, self.ndim)
+        indices = _arg_extremum(self, which, dim, keepdim=True)
         xp = backend.get_array_module(indices)
         where = [xp.arange(n).reshape([n if axis == k else 1 for k in range(self.ndim)])
                  for axis, n in enumerate(indices.shape)]  # an open grid (CuPy's indices has no sparse=)
@@ -585,13 +710,16 @@ class Tensor(core.Tensor):
         values = self[tuple(where)]  # picks (and routes gradients to) exactly the returned elements
         if not keepdim:
             values, indices = values.squeeze(dim), indices.squeeze(dim)
-        return MaxResult(values, indices)
+        return MaxResult(values, Tensor._make(indices, False))
 
     def argmax(self, dim=None, keepdim=False):
-        """Indices of the maxima (a plain integer array: not differentiable)."""
-        if dim is None:
-            return self._data.argmax()
-        return self._data.argmax(axis=_fn.wrap_dim("argmax", dim, self.ndim), keepdims=keepdim)
+        """Indices of the maxima, an int64 tensor (not differentiable): of the flattened tensor when ``dim`` is
+        None, as in PyTorch."""
+        return Tensor._make(_arg_extremum(self, "max", dim, keepdim), False)
+
+    def argmin(self, dim=None, keepdim=False):
+        """Indices of the minima, as ``argmax``."""
+        return Tensor._make(_arg_extremum(self, "min", dim, keepdim), False)
 
     def softmax(self, dim=-1):
         return _fn.softmax(self, dim)
@@ -631,13 +759,45 @@ class Tensor(core.Tensor):
 
 
 class MaxResult(tuple):
-    """``(values, indices)``, as returned by ``Tensor.max(dim)``."""
+    """``(values, indices)``, as returned by ``Tensor.max(dim)`` and ``Tensor.min(dim)``."""
 
     def __new__(cls, values, indices):
         return super().__new__(cls, (values, indices))
 
     values = property(lambda self: self[0])
     indices = property(lambda self: self[1])
+
+
+# PyTorch's legacy type names, for Tensor.type()
+_TYPE_NAMES = {"FloatTensor": numpy.float32, "DoubleTensor": numpy.float64, "HalfTensor": numpy.float16,
+               "LongTensor": numpy.int64, "IntTensor": numpy.int32, "ShortTensor": numpy.int16,
+               "CharTensor": numpy.int8, "ByteTensor": numpy.uint8, "BoolTensor": numpy.bool_}
+
+
+def _truth(t, which, dim, keepdim):
+    """``all`` or ``any`` (``which``) of ``t``'s elements over ``dim`` (None: all), as a bool tensor."""
+    axis = None if dim is None else _fn.wrap_dim(which, dim, t.ndim)
+    found = getattr(t._data.astype(bool, copy=False), which)(axis=axis, keepdims=keepdim)
+    return _compared(found)
+
+
+def _compared(result):
+    """A comparison's result as a bool tensor (NumPy gives a scalar for 0-d operands)."""
+    return Tensor._make(numpy.asarray(result) if isinstance(result, numpy.generic) else result, False)
+
+
+def _arg_extremum(t, which, dim, keepdim):
+    """The int64 array of ``argmax`` or ``argmin`` (``which``) over ``dim`` (None: the flattened array)."""
+    if t._data.size == 0:
+        raise RuntimeError(f"arg{which}(): expected a non-empty tensor, got shape {t.shape}")
+    pick = t._data.argmax if which == "max" else t._data.argmin
+    if dim is None:
+        found = pick()
+        if keepdim:
+            found = found.reshape((1,) * t.ndim)
+    else:
+        found = pick(axis=_fn.wrap_dim(f"arg{which}", dim, t.ndim), keepdims=keepdim)
+    return backend.get_array_module(t._data).asarray(found).astype("int64", copy=False)
 
 
 def data_of(x):
@@ -649,6 +809,7 @@ def _torch_or_numpy(torch_value, numpy_value):
     return torch_value if numpy_value is None else numpy_value
 
 
-from . import autograd  # noqa: E402  (its walk in one frame makes tensors: it needs Tensor defined first)
+from . import autograd  # noqa: E402
 from . import functions as _fn  # noqa: E402  (the functions need Tensor defined first)
+from . import random as _random  # noqa: E402  (it makes tensors)  (its walk in one frame makes tensors: it needs Tensor defined first)
 from .functions import arithmetic as _arith  # noqa: E402

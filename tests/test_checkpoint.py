@@ -72,12 +72,8 @@ def test_the_file_is_a_plain_npz_without_pickles(tmp_path):
 
 
 def test_save_rejects_what_it_cannot_store(tmp_path):
-    with pytest.raises(TypeError, match=r"cannot store a Linear at obj\['model'\].*state_dict\(\)"):
-        dlscratch.save({"model": nn.Linear(2, 2)}, tmp_path / "x.npz")
-    with pytest.raises(TypeError, match=r"array at obj\[0\] holds Python objects"):
-        dlscratch.save([numpy.array([{}, 1], dtype=object)], tmp_path / "x.npz")
-    with pytest.raises(TypeError, match=r"keys must be strings or integers, got \(1, 2\)"):
-        dlscratch.save({(1, 2): 3}, tmp_path / "x.npz")
+    with pytest.raises(TypeError, match=r"cannot store the function at obj\['hook'\].*pickle refuses it"):
+        dlscratch.save({"hook": lambda x: x}, tmp_path / "x.npz")
     with pytest.raises(FileNotFoundError, match="the folder .* does not exist"):
         dlscratch.save({}, tmp_path / "missing" / "x.npz")
     assert os.listdir(tmp_path) == []
@@ -272,3 +268,26 @@ def test_checkpoints_move_between_devices(gpu, tmp_path):
     model.load_state_dict(on_host["model"])  # host arrays into GPU parameters
     for a, b in zip(cpu_model.parameters(), model.parameters()):
         numpy.testing.assert_array_equal(a.data, backend.to_cpu(b.data))
+
+
+def test_a_whole_model_is_pickled_and_loaded_only_when_asked_as_pytorch_does(tmp_path):
+    """``torch.save(model, path)`` stores the model; ``torch.load`` refuses it unless ``weights_only=False``."""
+    import pickle
+
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    odd = {"model": model, "keys": {(1, 2): "a tuple key"}, "objects": numpy.array([{}, 1], dtype=object)}
+    dlscratch.save(odd, tmp_path / "whole.pth")
+    with pytest.raises(pickle.UnpicklingError, match=r"weights only load failed.*pickled dlscratch\.nn\.container"
+                                                     r"\.Sequential.*weights_only=False"):
+        dlscratch.load(tmp_path / "whole.pth")
+    back = dlscratch.load(tmp_path / "whole.pth", weights_only=False)
+    assert type(back) is dict and back["keys"][(1, 2)] == "a tuple key" and back["objects"][1] == 1
+    copy = back["model"]
+    assert type(copy) is nn.Sequential and copy[0].weight is not model[0].weight
+    numpy.testing.assert_array_equal(copy[0].weight.data, model[0].weight.data)
+    x = dlscratch.randn(4, 2)
+    numpy.testing.assert_array_equal(copy(x).data, model(x).data)
+    dlscratch.save(model.state_dict(), tmp_path / "weights.pth")  # plain data: no pickle, loads by default
+    model.load_state_dict(dlscratch.load(tmp_path / "weights.pth", weights_only=True, map_location="cpu"))
+    with pytest.raises(TypeError, match="device or map_location"):
+        dlscratch.load(tmp_path / "weights.pth", device="cpu", map_location="cpu")

@@ -269,3 +269,35 @@ def test_fill_with_negative_zero_keeps_its_sign_on_every_device(backend):
     assert np.signbit(B.to_cpu(t.data)).all() and (B.to_cpu(t.data) == 0).all()
     t.fill_(0.0)
     assert not np.signbit(B.to_cpu(t.data)).any()
+
+
+def _node_names(fn, seen):
+    """The class names of the graph's nodes from ``fn`` through ``next_functions``, depth first. ``seen`` (a dict)
+    holds the nodes met, so that an id is not reused: each read of ``next_functions`` makes new AccumulateGrad
+    nodes."""
+    if fn is None or id(fn) in seen:
+        return []
+    seen[id(fn)] = fn
+    return [type(fn).__name__] + [name for node, _ in fn.next_functions for name in _node_names(node, seen)]
+
+
+def test_the_graph_seen_through_next_functions_names_the_same_nodes_on_both_paths(backend):
+    """``grad_fn`` and ``next_functions`` show the graph: its nodes carry the operation's name on either path
+    (the fast path's classes take the reference's names: MatMul, Linear, ReLU, CrossEntropy, LSTMLayer)."""
+    def graphs():
+        dlscratch.manual_seed(0)
+        mlp = nn.Sequential(nn.Flatten(), nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 3))
+        cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 3))
+        lstm = nn.LSTM(3, 5)
+        x = dlscratch.tensor(backend.asarray(np.ones((2, 1, 4, 3), np.float32)), requires_grad=True)
+        labels = dlscratch.tensor(backend.asarray(np.array([0, 2])))
+        if backend is not np:
+            mlp, cnn, lstm = mlp.to("gpu"), cnn.to("gpu"), lstm.to("gpu")
+        outputs = [dlscratch.functional.cross_entropy(model(x), labels) for model in (mlp, cnn)]
+        outputs.append(lstm(x.reshape(4, 2, 3))[0].sum())
+        outputs.append((x.reshape(2, 12) @ mlp[1].weight.T).relu().sum())
+        return [_node_names(out.grad_fn, {}) for out in outputs]
+
+    fast, reference = on_both_paths(graphs)
+    assert fast == reference
+    assert fast[0][:3] == ["CrossEntropy", "Linear", "ReLU"] and "MatMul" in fast[3] and "LSTMLayer" in fast[2]

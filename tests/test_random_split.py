@@ -151,5 +151,17 @@ def test_split_rejects_bad_input(lengths, kwargs, message):
 
 
 def test_split_rejects_a_legacy_random_state():
-    with pytest.raises(TypeError, match="random_split: generator must be a numpy.random.Generator"):
+    with pytest.raises(TypeError, match="random_split: generator must be a dlscratch.Generator, got RandomState"):
         random_split(TensorDataset(*xy()), [5, 5], generator=numpy.random.RandomState(0))
+
+
+def test_split_takes_pytorchs_generator_and_repeats_with_its_seed():
+    import dlscratch
+
+    data = TensorDataset(*xy())
+    first = [list(part.indices) for part in random_split(data, [7, 3], generator=dlscratch.Generator().manual_seed(4))]
+    again = [list(part.indices) for part in random_split(data, [7, 3], generator=dlscratch.Generator().manual_seed(4))]
+    assert first == again and sorted(first[0] + first[1]) == list(range(10))
+    if dlscratch.cuda.is_available():  # a GPU's generator cannot order host indices
+        with pytest.raises(ValueError, match="the generator is on 'cuda'"):
+            random_split(data, [5, 5], generator=dlscratch.Generator(device="cuda"))

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 
 import numpy
 
-from .. import backend, creation
+from .. import backend, random
 from ..tensor import Tensor
 
 
@@ -137,9 +137,9 @@ def random_split(dataset, lengths, generator=None, seed=None):
     lengths: the sizes of the parts (integers summing to ``len(dataset)``), or fractions summing to 1
         (each part gets ``floor(fraction * len(dataset))`` samples, and the samples left over go one
         each to the first parts, as in PyTorch).
-    generator: a ``numpy.random.Generator`` to draw the permutation from; seed: an integer, the same
-        as ``generator=numpy.random.default_rng(seed)``. With neither, dlscratch's generator
-        (``dlscratch.manual_seed``) is used.
+    generator: a CPU ``dlscratch.Generator`` (PyTorch's ``generator=``) or a ``numpy.random.Generator`` to
+        draw the permutation from; seed: an integer, the same as ``generator=numpy.random.default_rng(seed)``.
+        With neither, dlscratch's generator (``dlscratch.manual_seed``) is used.
 
         train, val = random_split(MNIST(train=True), [55000, 5000], seed=0)
     """
@@ -151,10 +151,8 @@ def random_split(dataset, lengths, generator=None, seed=None):
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise ValueError(f"random_split: seed must be a non-negative integer, got {seed!r}")
         generator = numpy.random.default_rng(seed)
-    elif generator is None:
-        generator = creation.generator(numpy)
     elif not isinstance(generator, numpy.random.Generator):
-        raise TypeError(f"random_split: generator must be a numpy.random.Generator, got {type(generator).__name__}")
+        generator = random.array_generator(generator, numpy, "random_split")
     order = generator.permutation(n)
     ends = numpy.cumsum(sizes)
     return [Subset(dataset, order[end - size:end]) for size, end in zip(sizes, ends)]

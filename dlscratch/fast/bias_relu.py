@@ -22,8 +22,9 @@ rule unfused). Otherwise the two run one after the other, as on the reference pa
 used elsewhere, or twice, is unaffected.
 
 **Two nodes.** The product goes through the public ``linear`` / ``conv2d`` without the bias, so autocast's casts
-and the convolution's algorithms apply as before; ``BiasReLU(y, b)`` follows: the model's ReLU with the bias as
-a second input, named "relu" in graphs, errors and profiles (lesson 05's), with ReLU's saved ``y`` and backward.
+and the convolution's algorithms apply as before; this module's ``ReLU(y, b)`` follows: the model's ReLU with the
+bias as a second input, named ReLU and "relu" in graphs, errors and profiles (lesson 05's), with ReLU's saved ``y``
+and backward.
 Under ``autocast`` its bias is cast as the product's arguments are (``casts_to_low_precision``), so a float16
 product meets the same float16 bias as unfused, and the numbers are the unfused fast path's to the bit.
 
@@ -39,13 +40,13 @@ from .. import backend
 from ..amp.autocast import casts_to_low_precision
 from ..functions.conv import conv2d
 from ..functions.matmul import linear
-from ..nn.activation import ReLU
+from ..nn import activation
 from ..nn.container import apply_in_turn as reference_apply_in_turn
 from ..nn.conv import Conv2d
 from ..nn.linear import Linear
 from ..paths import fast_version_of
 from ..tensor import data_of
-from .elementwise import KernelReLU
+from . import elementwise
 from .layout import is_batch_last, new_array
 
 # ``v < 0 ? 0 : v`` keeps a NaN, as the reference's maximum does; both branches T (float16 and float would be
@@ -61,7 +62,7 @@ def _bias_relu_twin(y, b, out):
     numpy.maximum(out, 0, out=out)
 
 
-class BiasReLU(KernelReLU):
+class ReLU(elementwise.ReLU):  # the reference's class name, as a graph's node shows it
     """``relu(y + b)``, ``b: (O,)`` along ``axis`` of ``y``: a Linear's ``(*, O)`` (axis -1) or a convolution's
     ``(N, O, Ho, Wo)`` (axis 1). GPU arrays, with kernels. In a graph it is the model's ReLU (its name, its saved
     ``y``, its backward), with the bias as a second input."""
@@ -95,7 +96,7 @@ def summed_but(g, axis):
 
 @casts_to_low_precision  # the bias, an argument of the unfused product, is cast under autocast as it was there
 def bias_relu(y, b, axis):
-    return BiasReLU(axis)(y, b)
+    return ReLU(axis)(y, b)
 
 
 def _linear_relu(layer, x):
@@ -113,7 +114,7 @@ _FUSED = {Linear: _linear_relu, Conv2d: _conv2d_relu}  # the product's class, ex
 def fused_pair(module, after, x):
     """What computes ``after(module(x))`` with one kernel for the bias and the ReLU, or None (see above)."""
     fused = _FUSED.get(type(module))
-    if (fused is None or type(after) is not ReLU or after.inplace or module.bias is None
+    if (fused is None or type(after) is not activation.ReLU or after.inplace or module.bias is None
             or not (runs_as_its_class(module) and runs_as_its_class(after))
             or not _one_float_dtype(data_of(x), data_of(module.weight), data_of(module.bias))
             or not (backend.is_gpu_array(data_of(x)) and backend.has_kernels())):

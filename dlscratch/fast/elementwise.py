@@ -3,11 +3,11 @@
 The reference's ``gy * (y > 0)`` is two launches on a GPU (a comparison, then a product) and an array of
 booleans in between; the kernel computes the same product, ``gy * 1`` or ``gy * 0`` (so a NaN or an infinity in
 ``gy`` still propagates as in the reference), in one pass. The fused bias and ReLU of ``bias_relu.py`` is a
-``KernelReLU`` too: the same backward.
+``ReLU`` of this module too: the same backward.
 """
 
 from .. import backend
-from ..functions.elementwise import ReLU
+from ..functions.elementwise import ReLU as ReferenceReLU
 from ..functions.elementwise import relu as reference_relu
 from ..paths import fast_version_of
 from .layout import new_array
@@ -15,8 +15,8 @@ from .layout import new_array
 _BACKWARD = "g = gy * (y > 0 ? (T)1 : (T)0)"
 
 
-class KernelReLU(ReLU):
-    name = "relu"  # the reference node's name, in error messages and graphs
+class ReLU(ReferenceReLU):  # the reference's class name and name: a graph's node names the operation, not the path
+    name = "relu"
 
     def forward(self, x):
         if not (backend.is_gpu_array(x) and backend.has_kernels()):
@@ -38,4 +38,4 @@ class KernelReLU(ReLU):
 
 @fast_version_of(reference_relu)
 def relu(x, inplace=False):
-    return x.relu_() if inplace else KernelReLU()(x)
+    return x.relu_() if inplace else ReLU()(x)

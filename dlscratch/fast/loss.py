@@ -21,9 +21,10 @@ reference runs: its check costs no wait there.
 import numpy
 
 from .. import backend
-from ..functions.loss import CrossEntropy
+from ..functions.loss import CrossEntropy as ReferenceCrossEntropy
 from ..functions.loss import cross_entropy as reference_cross_entropy
 from ..paths import fast_version_of
+from ..tensor import Tensor
 
 _FORWARD = """
 const ptrdiff_t row = i * C;  // sample i's logits are z[row] .. z[row + C - 1]
@@ -54,8 +55,9 @@ def accumulator_dtype(dtype):
     return numpy.dtype(numpy.float32) if dtype == numpy.float16 else dtype
 
 
-class KernelCrossEntropy(CrossEntropy):
-    """``CrossEntropy`` with the kernels above (GPU arrays, kernels available)."""
+class CrossEntropy(ReferenceCrossEntropy):
+    """The reference's ``CrossEntropy`` (and its name, as a graph's node shows it) with the kernels above (GPU
+    arrays, kernels available)."""
 
     def forward(self, logits, labels):
         self.check_shapes(logits, labels)
@@ -90,12 +92,15 @@ class KernelCrossEntropy(CrossEntropy):
 
 
 @fast_version_of(reference_cross_entropy)
-def cross_entropy(logits, labels, reduction="mean"):
-    data = getattr(logits, "data", logits)
+def cross_entropy(input, target, weight=None, *, ignore_index=None, reduction="mean", label_smoothing=0.0):
+    data, labels = (x.data if isinstance(x, Tensor) else x for x in (input, target))
     on_kernels = backend.is_gpu_array(data) and backend.has_kernels() and data.ndim == 2 and data.size
-    if not on_kernels:
-        return CrossEntropy(reduction)(logits, labels)
-    node = KernelCrossEntropy(reduction)
-    loss = node(logits, labels)
+    plain = weight is None and ignore_index is None and not label_smoothing and on_kernels
+    plain = plain and getattr(labels, "shape", None) == data.shape[:1] and labels.dtype.kind in "iu"
+    if not plain:  # other shapes and options: the reference, which takes them all
+        return reference_cross_entropy.reference(input, target, weight, ignore_index=ignore_index,
+                                                 reduction=reduction, label_smoothing=label_smoothing)
+    node = CrossEntropy(reduction)
+    loss = node(input, target)
     loss.deferred_check = node.explain_nonfinite
     return loss

@@ -39,15 +39,17 @@ take the reference loop.
 """
 
 from .. import backend
-from ..functions.lstm_layer import LSTMLayer, apply_lstm_layer
+from ..functions.lstm_layer import LSTMLayer as ReferenceLSTMLayer
+from ..functions.lstm_layer import apply_lstm_layer
 from ..functions.lstm_layer import lstm_layer as reference_lstm_layer
 from ..paths import fast_version_of
 from . import lstm_kernels
 from .lstm import bias_gradients, one_dtype
 
 
-class LoopLSTMLayer(LSTMLayer):
-    """``LSTMLayer`` for equal lengths on the GPU: the same inputs, outputs and saved arrays."""
+class LSTMLayer(ReferenceLSTMLayer):
+    """The reference's ``LSTMLayer`` (and its name, as a graph's node shows it) for equal lengths on the GPU: the
+    same inputs, outputs and saved arrays."""
 
     bias_gradients = staticmethod(bias_gradients)  # one reduction for both biases on the GPU (fast/lstm.py)
 
@@ -105,18 +107,18 @@ class LoopLSTMLayer(LSTMLayer):
 
 
 def runs_the_loop(x, batch_sizes):
-    """True when ``LoopLSTMLayer`` applies: a GPU array, kernels, and sequences of one length."""
+    """True when this module's ``LSTMLayer`` applies: a GPU array, kernels, and sequences of one length."""
     return backend.is_gpu_array(x) and backend.has_kernels() and len(set(batch_sizes)) == 1
 
 
 class _FastestLayer:
-    """Makes the node for ``lstm_layer``'s call: ``LoopLSTMLayer`` where it applies, else the reference's."""
+    """Makes the node for ``lstm_layer``'s call: this module's ``LSTMLayer`` where it applies, else the reference's."""
 
     def __init__(self, x):
         self.x = getattr(x, "data", x)
 
     def __call__(self, batch_sizes, reverse, bias):
-        layer = LoopLSTMLayer if runs_the_loop(self.x, batch_sizes) else LSTMLayer
+        layer = LSTMLayer if runs_the_loop(self.x, batch_sizes) else ReferenceLSTMLayer
         return layer(batch_sizes, reverse=reverse, bias=bias)
 
 

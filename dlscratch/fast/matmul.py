@@ -12,7 +12,8 @@ Every product here goes through the reference's ``gemm`` (``functions/products.p
 """
 
 from ..backend import get_array_module, is_gpu_array
-from ..functions.matmul import Linear, MatMul
+from ..functions.matmul import Linear as ReferenceLinear
+from ..functions.matmul import MatMul as ReferenceMatMul
 from ..functions.matmul import linear as reference_linear
 from ..functions.matmul import matmul as reference_matmul
 from ..functions.products import gemm
@@ -41,19 +42,20 @@ def _pad_inner(v, axis):
     return padded
 
 
-class FastMatMul(MatMul):
+# The reference's names: a graph's nodes name the operation, whichever path computed it (repr(y.grad_fn))
+class MatMul(ReferenceMatMul):
     weight_product = staticmethod(outer_or_matmul)
 
 
-class FastLinear(Linear):
+class Linear(ReferenceLinear):
     weight_product = staticmethod(outer_or_matmul)
 
 
 @fast_version_of(reference_matmul)
 def matmul(a, b):
-    return FastMatMul()(a, b)
+    return MatMul()(a, b)
 
 
 @fast_version_of(reference_linear)
 def linear(x, weight, bias=None):
-    return FastLinear()(x, weight) if bias is None else FastLinear()(x, weight, bias)
+    return Linear()(x, weight) if bias is None else Linear()(x, weight, bias)

@@ -1,4 +1,6 @@
-"""Elementwise functions of one tensor: exp, log, sqrt, abs, tanh, sigmoid, relu, sin, cos, tan, clamp."""
+"""Elementwise functions of one tensor: exp, log, log10, sqrt, abs, tanh, sigmoid, relu, sin, cos, tan, clamp."""
+
+import math
 
 from ..backend import get_array_module
 from ..function import Function
@@ -26,6 +28,20 @@ class Log(Function):
 
     def backward(self, gy):
         return gy / self.x
+
+
+LN10 = math.log(10)
+
+
+class Log10(Function):
+    float_result = True  # integers in, float32 out (layers/dtypes.py)
+
+    def forward(self, x):
+        self.x = x
+        return get_array_module(x).log10(x)
+
+    def backward(self, gy):
+        return gy / (self.x * LN10)
 
 
 class Sqrt(Function):
@@ -167,6 +183,10 @@ def exp(x):
 
 def log(x):
     return Log()(x)
+
+
+def log10(x):
+    return Log10()(x)
 
 
 def sqrt(x):

@@ -88,6 +88,7 @@ class Max(Function):
 
     saves_inputs = False  # backward does not read the inputs' values
     name = "amax"
+    reduce = "max"  # the array method that reduces
 
     def __init__(self, dim=None, keepdim=False):
         self.dim, self.keepdim = dim, keepdim
@@ -98,10 +99,10 @@ class Max(Function):
         empty = [a for a in self.axes if x.shape[a] == 0]
         if empty:
             raise ValueError(
-                f"cannot take the maximum over dimension {empty[0]} of size 0 (shape {x.shape}); "
+                f"cannot take the {self.reduce}imum over dimension {empty[0]} of size 0 (shape {x.shape}); "
                 "reduce over non-empty dimensions only"
             )
-        y = x.max(axis=self.axes, keepdims=True)
+        y = getattr(x, self.reduce)(axis=self.axes, keepdims=True)
         self.mask = x == y
         return y if self.keepdim else y.reshape([n for i, n in enumerate(x.shape) if i not in self.axes])
 
@@ -121,8 +122,19 @@ def mean(x, dim=None, keepdim=False):
     return Mean(dim, keepdim)(x)
 
 
+class Min(Max):
+    """Minimum over ``dim``, as ``Max``: tied minima share the gradient."""
+
+    name = "amin"
+    reduce = "min"
+
+
 def amax(x, dim=None, keepdim=False):
     return Max(dim, keepdim)(x)
+
+
+def amin(x, dim=None, keepdim=False):
+    return Min(dim, keepdim)(x)
 
 
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):

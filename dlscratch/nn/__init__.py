@@ -6,17 +6,20 @@
 """
 
 from . import functional, init, utils
-from .activation import ReLU, Sigmoid, Softmax, Tanh
+from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .container import Sequential
 from .conv import Conv2d
 from .dropout import Dropout
+from .embedding import Embedding
 from .flatten import Flatten
 from .linear import Linear
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from .module import Module, Parameter
-from .pooling import AvgPool2d, MaxPool2d
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import LSTM, LSTMCell
 
 __all__ = [
-    "Dropout", "Flatten", "Linear", "Module", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-    "functional", "init", "AvgPool2d", "Conv2d", "LSTM", "LSTMCell", "MaxPool2d", "utils",
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding",
+    "Flatten", "functional", "init", "Linear", "LogSoftmax", "LSTM", "LSTMCell", "MaxPool2d", "Module", "MSELoss",
+    "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "utils",
 ]

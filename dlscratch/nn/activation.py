@@ -47,3 +47,10 @@ class Softmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """``log(softmax(x))`` along ``dim``, computed stably; with ``NLLLoss`` it is ``CrossEntropyLoss``."""
+
+    def forward(self, x):
+        return fn.log_softmax(x, self.dim)

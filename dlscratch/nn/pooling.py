@@ -1,5 +1,7 @@
-"""Pooling layers: ``MaxPool2d`` and ``AvgPool2d`` on images ``(N, C, H, W)``, no parameters."""
+"""Pooling layers: ``MaxPool2d``, ``AvgPool2d`` and ``AdaptiveAvgPool2d`` on images ``(N, C, H, W)``, no
+parameters."""
 
+from ..functions.adaptive_pooling import adaptive_avg_pool2d
 from ..functions.pooling import avg_pool2d, check_window, max_pool2d
 from .module import Module
 
@@ -31,3 +33,19 @@ class AvgPool2d(_Pool2d):
 
     def forward(self, x):
         return avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AdaptiveAvgPool2d(Module):
+    """The mean over each of PyTorch's adaptive windows: ``(N, C, H, W) -> (N, C, *output_size)`` whatever H and
+    W. ``output_size``: an int, or a pair in which None keeps that input size; ``AdaptiveAvgPool2d(1)`` is global
+    average pooling (a CNN's head before its ``Flatten``)."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"

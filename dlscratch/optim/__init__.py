@@ -15,6 +15,7 @@ from . import lr_scheduler
 from .adadelta import AdaDelta, Adadelta
 from .adam import Adam
 from .optimizer import Optimizer
+from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["AdaDelta", "Adadelta", "Adam", "Optimizer", "SGD", "lr_scheduler"]
+__all__ = ["AdaDelta", "Adadelta", "Adam", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]

@@ -56,6 +56,7 @@ class Optimizer:
 
     array_state = ()
     scalar_state = ()
+    optional_state = ()  # entries of array_state that only some hyperparameters make (RMSprop's momentum_buffer)
 
     def __init__(self, params, defaults):
         self.defaults = {k: _plain(v) for k, v in defaults.items()}
@@ -251,13 +252,18 @@ class Optimizer:
     def _load_entry(self, i, p, entry, problems):
         """One parameter's saved state, copied onto ``p``'s device and dtype; problems are appended."""
         expected = set(self.array_state) | set(self.scalar_state)
-        if not isinstance(entry, dict) or set(entry) != expected:
-            needs = f"{type(self).__name__} needs {sorted(expected)}"
+        required = expected - set(self.optional_state)
+        if not isinstance(entry, dict) or not required <= set(entry) <= expected:
+            needs = f"{type(self).__name__} needs {sorted(required)}"
+            if self.optional_state:
+                needs += f" and may have {sorted(self.optional_state)}"
             saved = sorted(entry) if isinstance(entry, dict) else repr(entry)
             problems.append(f"parameter {i}: saved state has {saved}, {needs}")
             return {}
         loaded = {}
         for key in self.array_state:
+            if key not in entry:
+                continue
             value = entry[key]
             value = value.data if isinstance(value, Tensor) else value
             kind = getattr(getattr(value, "dtype", None), "kind", None)

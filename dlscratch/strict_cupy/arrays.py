@@ -120,7 +120,8 @@ def _arrays_in(values):
 
 
 def _strict(value, where):
-    """Unwrap stand-in arrays for NumPy; refuse NumPy arrays (searching tuples, lists and dicts)."""
+    """Unwrap stand-in arrays for NumPy; refuse NumPy arrays (searching tuples, lists and dicts). An object with
+    ``__cupy_get_ndarray__`` gives its array, as CuPy's kernels take it."""
     kind = type(value)
     if kind is ndarray:
         return value._a
@@ -130,6 +131,9 @@ def _strict(value, where):
         return kind(_strict(v, where) for v in value)
     if kind is dict:
         return {k: _strict(v, where) for k, v in value.items()}
+    held = getattr(value, "__cupy_get_ndarray__", None)
+    if held is not None:
+        return _strict(held(), where)
     return value
 
 
@@ -274,8 +278,10 @@ def _half_matmul(a, b, out=None, **kwargs):
 
 def _binary(ufunc, a, b):
     for operand in (a, b):
-        if not isinstance(operand, (ndarray, numpy.ndarray, numpy.generic, int, float, complex, bool)):
-            return NotImplemented  # let the other operand's reflected method answer (a Tensor, say)
+        if isinstance(operand, (ndarray, numpy.ndarray, numpy.generic, int, float, complex, bool)):
+            continue
+        if getattr(operand, "__array_ufunc__", None) is None or not hasattr(operand, "__cupy_get_ndarray__"):
+            return NotImplemented  # CuPy leaves it to the other operand's reflected method (a Tensor's, say)
     return _apply_ufunc(ufunc, "__call__", (a, b), {})
 
 
