@@ -288,9 +288,9 @@ def elementwise_kernel(in_params, out_params, body, name, preamble="", twin=None
     The kernel runs one thread per output element; ``i`` is that element's index. ``preamble``:
     CUDA code placed before the kernel (helper functions). Only CuPy has kernels: on a machine
     without a usable GPU this raises ``RuntimeError`` saying why. The strict stand-in runs them on the
-    CPU, translating the C body (``strict_kernels.py``), so CI tests the kernels a GPU runs. ``twin``: a
+    CPU, translating the C body (``strict_cupy/kernels.py``), so CI tests the kernels a GPU runs. ``twin``: a
     NumPy function that computes the same outputs from the same arguments; the stand-in then runs the C
-    body of a launch of more than ``strict_kernels.FULL_RUN_THREADS`` threads on a sample of them and
+    body of a launch of more than ``strict_cupy.kernels.FULL_RUN_THREADS`` threads on a sample of them and
     checks the sample against the twin (a real GPU ignores it). ``options``: NVRTC's compile options, such as
     ``("--fmad=false",)`` where the results must be NumPy's to the bit (the stand-in computes them so anyway).
     """

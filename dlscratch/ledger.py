@@ -258,12 +258,12 @@ _KERNEL_NAMES = {"astype": "copy", "copy": "copy", "ascontiguousarray": "copy", 
 def gemm_kernels(m, n, k):
     """Kernels of one cuBLAS GEMM, ``(m x k) @ (k x n)``: 1, or 2 where cuBLAS splits the work.
 
-    Calibrated against CUPTI on an H100 (``profile-dlscratch.log``: every product of five training steps), not
-    derived from cuBLAS, whose choice of algorithm is not documented:
+    Calibrated against CUPTI's profile of every product of five training steps on an H100 (the project's GPU
+    runs), not derived from cuBLAS, whose choice of algorithm is not documented:
     - an output of few tiles (``m * n <= 16384``) with a long ``k`` (``>= 128``): split-K, partial products then
-      a ``splitKreduce`` kernel (the MLP's 2, the Keras CNN's 4, the LSTM layer's backward product, 80 of 81);
-    - a tall, thin output (``n <= 32`` columns, ``m >= 1024`` rows): two GEMM kernels (the LSTM layer's recurrent
-      product ``W_hh @ h.T``, 2000 x 32, ran as an xmma and a cutlass kernel at every time step).
+      a ``splitKreduce`` kernel (the LSTM layer's backward product);
+    - a tall, thin output (``n <= 32`` columns, ``m >= 1024`` rows): two GEMM kernels (the reference LSTM loop's
+      recurrent product ``W_hh @ h.T``, an xmma and a cutlass kernel).
     """
     return len(gemm_kernel_names(m, n, k))
 

@@ -4,9 +4,8 @@ glibc's ``malloc`` hands a freed block back to the operating system when it is l
 ``mmap`` of its own, or free space at the top of the heap beyond a trim threshold). The next
 array of that size then arrives as fresh pages, which the kernel maps and zero-fills one 4 KB
 page at a time, on first touch. A training step frees and reallocates the same large arrays
-every time: measured here, the Keras MNIST CNN at batch 128 took 10,000-11,500 page faults
-per step, 40-65 ms of kernel time, and ran at 224 ms per step against 150-157 ms with the
-setting below (the faults fell to zero); with today's fast path, 89-94 ms against 69 ms.
+every time, so without the setting below it spends a large share of each step in page faults:
+compare ``DLSCRATCH_KEEP_MEMORY=0 python -m dlscratch.bench cnn`` with ``python -m dlscratch.bench cnn``.
 
 ``keep_freed_memory()`` raises both thresholds with ``mallopt``: arrays up to 256 MB come from
 the heap, and up to 1 GB of freed heap stays with the process for reuse. The cost is that the

@@ -3,8 +3,8 @@
 Every operation has a **reference implementation**: the plainest correct forward and backward,
 vectorised but without tricks, the version a lesson derives (``functions/``). Some operations
 also have a **fast implementation** in ``dlscratch/fast/``: the same signature, the same numbers,
-and a docstring that says what makes it faster and by how much. The fast path is the default;
-the reference path runs everything on the reference implementations:
+and a docstring that says what makes it faster and why (``python -m dlscratch.bench`` measures by how
+much). The fast path is the default; the reference path runs everything on the reference implementations:
 
     with dlscratch.reference():          # the reference path inside the block
         loss = F.cross_entropy(model(x), y)

@@ -173,8 +173,8 @@ def test_the_sampler_pads_and_shares_as_pytorchs_and_says_that_its_shuffled_orde
             assert len(order) == n // k * k and len(set(order)) == len(order)
         else:  # padded with its own first indices, as PyTorch pads
             assert sorted(order[:n]) == list(range(n)) and order[n:] == order[:len(order) - n]
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    for text in (" ".join((dist.DistributedSampler.__doc__ or "").split()), " ".join(readme.split())):
+    page = (Path(__file__).parent.parent / "docs" / "distributed.md").read_text(encoding="utf-8")
+    for text in (" ".join((dist.DistributedSampler.__doc__ or "").split()), " ".join(page.split())):
         assert "NumPy's generator" in text and "order differs from PyTorch's" in text
 
 

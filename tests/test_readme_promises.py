@@ -1,17 +1,19 @@
-"""The README's "What you can rely on" section names the test behind each promise: every file and
-test it names must exist, so that a promise cannot outlive the test that holds it."""
+"""What the README links to must stay true: "What you can rely on" (docs/reliability.md) names the test behind
+each promise, and every file and test it names must exist, so that a promise cannot outlive the test that holds
+it; the line counts in docs/layout.md stay close to the files'; the README's first example runs and prints what its
+comment says."""
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _section():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## What you can rely on")
-    return text[start : text.index("\n## ", start + 1)]
+    return (ROOT / "docs" / "reliability.md").read_text(encoding="utf-8")
 
 
 def _test_names(path):
@@ -24,10 +26,10 @@ def test_every_test_the_readme_names_exists():
     assert len(references) >= 15, "the section should name the test of each promise"
     for filename, name in references:
         path = ROOT / "tests" / filename
-        assert path.exists(), f"README names {filename}, which does not exist"
+        assert path.exists(), f"docs/reliability.md names {filename}, which does not exist"
         tests = _test_names(path)
         assert tests, f"{filename} holds no tests"
-        assert not name or name in tests, f"README names {filename}::{name}, which does not exist"
+        assert not name or name in tests, f"docs/reliability.md names {filename}::{name}, which does not exist"
 
 
 def _lines(pattern):
@@ -35,7 +37,7 @@ def _lines(pattern):
 
 
 def test_the_line_counts_of_the_two_paths_are_close_to_the_truth():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| [^|]+ \| ([\d,]+) \| `([^`]+)` \|$", text, flags=re.M)
     table = {where: int(count.replace(",", "")) for count, where in rows}
     actual = {
@@ -51,4 +53,14 @@ def test_the_line_counts_of_the_two_paths_are_close_to_the_truth():
     }
     for where, count in actual.items():
         stated = table[where]
-        assert abs(stated - count) <= 0.2 * count, f"README says {stated} lines in {where}, there are {count}"
+        assert abs(stated - count) <= 0.2 * count, f"docs/layout.md says {stated} lines in {where}, there are {count}"
+
+
+def test_the_readmes_first_example_prints_the_loss_its_comment_states():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"^## A first example\n.*?^```python\n(.*?)^```$", text, flags=re.M | re.S).group(1)
+    stated = float(re.search(r"# loss: ([\d.]+)", code).group(1))
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    printed = float(re.fullmatch(r"loss: ([\d.]+)\n", run.stdout).group(1))
+    assert abs(printed - stated) <= 5e-4, f"the README's first example printed {printed}, its comment says {stated}"

@@ -62,7 +62,7 @@ class Function:
     def needs_input_grad(self):
         """One bool per input: whether backward must compute its gradient (PyTorch's name)."""
         inputs = self.inputs
-        if len(inputs) == 2:  # the usual case, spelled out: 5x faster than the comprehension on Python 3.11
+        if len(inputs) == 2:  # binary operations, the usual case, spelled out: no list built at every backward step
             return inputs[0]._requires_grad, inputs[1]._requires_grad
         return tuple([x._requires_grad for x in inputs])
 

@@ -27,7 +27,7 @@ from . import idx
 from .dataset import TensorDataset
 from .download import ChecksumError, download, md5_hex
 
-#: Public mirrors of the original IDX files, tried in order (yann.lecun.com no longer serves them).
+#: Public mirrors of the original IDX files, tried in order (yann.lecun.com does not serve them).
 MIRRORS = (
     "https://ossci-datasets.s3.amazonaws.com/mnist/",
     "https://storage.googleapis.com/cvdf-datasets/mnist/",

@@ -12,8 +12,8 @@ message (``send``, ``recv``, a ``Work``'s ``wait``) is watched the same way: the
 aborts it, naming the peer.
 
 The main thread's waits stay MPI's own blocking calls. A wait that tested the notices itself would cost the
-normal path: on 2 ranks of a 2-core CPU beside a busy process, MPI's ``Waitany`` on the collective and the
-notices took about twice ``Wait``'s time for 64 KiB to 1 MiB, and a Python loop of ``Test`` calls up to 9x.
+normal path: ``Waitany`` on the collective and the notices together, or a Python loop of ``Test`` calls, takes
+longer than ``Wait`` on the collective alone, most of all on a busy machine.
 """
 
 import sys

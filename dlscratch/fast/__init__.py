@@ -2,9 +2,9 @@
 
 Each module here holds the fast implementation of operations whose reference implementation is
 in ``dlscratch/functions/`` or ``dlscratch/optim/``: the same signature, the same numbers (tests
-run both and compare), and a docstring that says what makes it faster, by how much, measured on
-which machine. ``dlscratch.paths`` picks one or the other; ``dlscratch.reference()`` runs the
-reference path. Importing this package registers every fast version.
+run both and compare), and a docstring that says what makes it faster and why; ``python -m
+dlscratch.bench`` measures by how much. ``dlscratch.paths`` picks one or the other;
+``dlscratch.reference()`` runs the reference path. Importing this package registers every fast version.
 
 The tricks, and where each lives:
 
@@ -26,7 +26,7 @@ The tricks, and where each lives:
 - ``matmul.py``: outer products (weight gradients at batch size 1) as padded GEMMs.
 - ``lstm.py``: the LSTM's point-wise half as one fused CUDA kernel (``lstm_kernels.py``);
   ``lstm_layer.py``: a layer's time loop on the GPU without copies or memsets, two launches per step.
-- ``tuning.py``: every machine-tuned size above, with the measurement behind it.
+- ``tuning.py``: every machine-tuned size above, with the reason for its value.
 
 Three speed-ups are not here, because they are not implementations of one operation: the engine recording an
 operation and walking back in one Python frame each (``dlscratch/one_frame.py``, chosen in ``Function.__call__``

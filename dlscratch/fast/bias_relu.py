@@ -2,17 +2,15 @@
 
 Unfused, ``Linear`` then ``ReLU`` is three launches on a GPU: the GEMM, an ``add`` for the bias and a ``maximum``
 for the ReLU, the last two each one pass over the whole output. Here the GEMM runs without its bias and one
-``ElementwiseKernel`` computes ``max(y + b, 0)``: one launch and one pass fewer per pair (cuBLASLt's and cuDNN's
-"epilogues" fuse the same way). Counted by the ledger on the stand-in, a training step launches 1 kernel fewer
-for the MLP 784-1000-10 (one pair), 3 for the Keras CNN and 2 for the Qiita CNN (``dlscratch/bench/workloads.py``).
+``ElementwiseKernel`` computes ``max(y + b, 0)``: one launch and one pass fewer per pair, as cuBLASLt's and
+cuDNN's "epilogues" fuse (``python -m dlscratch.bench launches`` counts a training step's launches).
 
 **Why ``Sequential`` recognises the pair.** A fused module (``LinearReLU``) or a layer taking an ``activation``
-would speed up only the models written for it; the learner's models, the lessons' and the benchmarks' (which
-build the same ``Sequential`` from ``dlscratch.nn`` and from ``torch.nn``) are written with PyTorch's layers.
-Recognised when ``Sequential`` runs, the model stays what its author wrote: the same modules, names, indices,
-repr and ``state_dict`` keys. Only how ``forward`` groups the arithmetic changes, and only here: the reference
-path's ``Sequential`` is the plain loop (``nn/container.py``), and so is this one on the CPU, where there are no
-launches to save and the fast convolution already adds its bias inside the GEMM.
+would speed up only the models written for it; the learner's models, the lessons' and the benchmarks' are written
+with PyTorch's layers. Recognised when ``Sequential`` runs, the model stays what its author wrote: the same
+modules, names, indices, repr and ``state_dict`` keys. Only how ``forward`` groups the arithmetic changes, and
+only here: the reference path's ``Sequential`` is the plain loop (``nn/container.py``), and so is this one on the
+CPU, where there are no launches to save and the fast convolution already adds its bias inside the GEMM.
 
 A pair fuses only when fusing changes nothing a program can observe: exactly a ``Linear`` or ``Conv2d`` with a bias
 (no subclass: one may override ``forward`` or ``__call__``), right before exactly a ``ReLU``; neither with a hook of
@@ -22,11 +20,10 @@ rule unfused). Otherwise the two run one after the other, as on the reference pa
 used elsewhere, or twice, is unaffected.
 
 **Two nodes.** The product goes through the public ``linear`` / ``conv2d`` without the bias, so autocast's casts
-and the convolution's algorithms apply as before; this module's ``ReLU(y, b)`` follows: the model's ReLU with the
-bias as a second input, named ReLU and "relu" in graphs, errors and profiles (lesson 05's), with ReLU's saved ``y``
-and backward.
-Under ``autocast`` its bias is cast as the product's arguments are (``casts_to_low_precision``), so a float16
-product meets the same float16 bias as unfused, and the numbers are the unfused fast path's to the bit.
+and the convolution's algorithms apply as they do unfused; this module's ``ReLU(y, b)`` follows: the model's ReLU
+with the bias as a second input, named ReLU and "relu" in graphs, errors and profiles, with ReLU's saved ``y`` and
+backward. Under ``autocast`` its bias is cast as the product's arguments are (``casts_to_low_precision``), so a
+float16 product meets the same float16 bias as unfused, and the numbers are the unfused fast path's to the bit.
 
 **Backward: the launches of the unfused pair.** ReLU's kernel (``g = gy * (y > 0)``), one sum over all but the
 channel axis for the bias's gradient, then the product's GEMMs on ``g``. The mask and the sum cannot share a
@@ -94,7 +91,7 @@ def summed_but(g, axis):
     return g.sum(axis=tuple(a for a in range(g.ndim) if a != axis))
 
 
-@casts_to_low_precision  # the bias, an argument of the unfused product, is cast under autocast as it was there
+@casts_to_low_precision  # the bias, an argument of the unfused product, is cast under autocast as it is there
 def bias_relu(y, b, axis):
     return ReLU(axis)(y, b)
 

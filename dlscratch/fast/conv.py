@@ -4,31 +4,26 @@ The numbers are those of ``functions/conv.py``; what changes is where the time g
 
 - **The bias inside the GEMMs.** ``cols`` gets one more row, all ones, and the weight matrix the
   bias as one more column, so ``[W | b] @ [cols; 1]`` adds the bias and ``gy @ [cols; 1].T`` ends
-  with the column ``gy.sum(axis=1)``. Two passes over the output fewer (about 4 ms of the ~115 ms
-  forward+backward of conv 32 -> 64 at batch 128).
+  with the column ``gy.sum(axis=1)``: two passes over the output fewer.
 - **On a GPU, launches instead.** The ones row costs a fill and the bias column a concatenation (three
   launches) where one addition after the GEMM does: there the bias is added to the product, and its
   gradient is one sum (before a ReLU in a ``Sequential``, ``bias_relu.py`` adds it with the ReLU
   instead). The input's gradient is one GEMM and one col2im kernel that writes ``gx`` itself: no
   zeroed buffer, no addition.
-- **col2im in bands.** On the CPU, ``gx`` is computed a band of output rows at a time: each band's
-  slice of ``W.T @ gy`` (about 4 MB) stays in cache for its col2im, instead of a column matrix as
-  large as ``cols`` going out to memory and back; this took about a fifth off that step here.
+- **col2im in bands.** On the CPU, ``gx`` is computed a band of output rows at a time, so each band's
+  slice of ``W.T @ gy`` (``tuning.BAND_NUMBERS``) is still in cache when col2im reads it, instead of a
+  column matrix as large as ``cols`` going out to memory and back.
 - **No transposes.** The output is a view ``(N, O, Ho, Wo)`` of the product's ``(O, Ho, Wo, N)``
   memory (``layout.py``): the next convolution's im2col and this one's backward find their arrays
   already in order (Fixstars's CUDA seminar vol. 3 (2022) advises avoiding transposes).
-- **Large buffers are not given back to the system** (the same seminar's other advice: reuse large
-  buffers). That is done for the whole process by ``memory.keep_freed_memory()``, which ``fit()``,
-  the benchmarks and the lessons call; a cache of column matrices kept
-  here as well bought nothing once it was (Keras CNN step at batch 128: 68.7-70.6 ms with the cache,
-  68.7-69.4 ms without; 88.9-94.1 ms either way when freed memory goes back to the system), so it
-  was removed.
+- **Large buffers reused by the process.** The column matrix is a new array at every call; the memory
+  comes back from the allocator, not from the system, once ``memory.keep_freed_memory()`` has run
+  (``fit()``, the benchmarks and the lessons call it), so this module keeps no buffers of its own.
 - **Gradients adopted without copies** (``fresh_grads``): each gradient is a new GEMM result.
 - **Float16 on a CPU** through the reference's ``gemm`` (``functions/products.py``), and with the bias added after
   it, as there: the reference rounds the product to float16 before the bias is added.
 
-Measured on a 2-core AMD EPYC, NumPy 2, OpenBLAS (``python -m dlscratch.bench conv`` prints the
-reference path beside this one).
+``python -m dlscratch.bench conv`` times this path beside the reference path.
 """
 
 from dataclasses import replace
@@ -140,12 +135,11 @@ def add_columns(target, gcols, g):
 def weight_gradient(gy, cols):
     """``gy @ cols.T`` for ``gy: (O, M)``, ``cols: (R, M)``, computed as ``(cols @ gy.T).T``.
 
-    The same product, but OpenBLAS runs the two forms differently: with a long inner dimension
-    ``M``, ``gy @ cols.T`` kept both threads in step many times, and when other processes shared
-    the 2-core machine it ran 2-40x slower than the transposed form (Keras CNN conv 64x288x73728:
-    0.1-1.8 s against 50 ms); on an idle machine both took ~23 ms. The result is an ``(O, R)``
-    view of an ``(R, O)`` array. On a GPU, where that concern does not arise, the product is made
-    C-ordered, as a leaf's gradient must be (a copy to C order would be one more launch).
+    The same product, but OpenBLAS runs the two forms differently: with a long inner dimension ``M``,
+    ``gy @ cols.T`` makes its threads wait for each other many times, and when other processes share the
+    cores it runs many times slower than the transposed form; on an idle machine the two take the same time.
+    The result is an ``(O, R)`` view of an ``(R, O)`` array. On a GPU, where that concern does not arise, the
+    product is made C-ordered, as a leaf's gradient must be (a copy to C order would be one more launch).
     """
     if backend.is_gpu_array(gy):
         return gemm(gy, cols.T)

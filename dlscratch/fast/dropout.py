@@ -2,19 +2,18 @@
 
 A convolution's output is stored batch-last (``layout.py``). The reference draws its mask in C
 order, so the product ``x * mask`` mixes two layouts, and NumPy's elementwise loops over mixed
-layouts are slow: on the Keras CNN's (128, 64, 12, 12) float32 activations the multiply took
-1.3 ms with a C-ordered mask against 0.12 ms with a mask in ``x``'s layout (2-core AMD EPYC,
-NumPy 2.4, median of 15). For a C-ordered input the two paths draw the same numbers from the
-same seed and take the same time.
+layouts are slow. Here the mask is drawn in ``x``'s layout, so the product runs over two arrays of
+one layout and keeps it. For a C-ordered input the two paths draw the same numbers from the same
+seed and take the same time.
 
-The whole forward on that batch-last input: 2.2 ms against the reference's 3.8 ms (median of 9;
-drawing the random numbers is most of both). The backward, given a C-ordered ``gy`` as Flatten's
-backward gives it, copies ``gy`` into the mask's layout first: 1.4 ms against the reference's
-0.4 ms, where the C-ordered mask meets ``gy`` directly; in exchange the input gradient comes out
-batch-last, in the layout of the convolution's output it flows back into.
+The backward, given a C-ordered ``gy`` as Flatten's backward gives it, copies ``gy`` into the mask's
+layout first. That costs more than the reference's backward, where the C-ordered mask meets ``gy``
+directly, but the input gradient comes out batch-last, in the layout of the convolution's output it
+flows back into. ``python -m dlscratch.bench cnn`` times the Keras CNN's step, which has two dropouts,
+on both paths.
 
 On a GPU the comparison, the division and the product are one kernel that writes the mask and the
-output, and the backward is one kernel: three launches where the array expressions take six.
+output, and the backward is one kernel, where the array expressions take a launch per operation.
 """
 
 from .. import backend

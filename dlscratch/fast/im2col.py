@@ -6,16 +6,15 @@ same numbers faster:
 
 - ``"slices"`` (the default on NumPy; ``im2col_slices.py``): the same kh*kw slice copies, but from the input padded into
   batch-last memory ``(C, Hp, Wp, N)`` (``layout.py``; no copy at all when a convolution's output
-  comes in unpadded), so every copy moves runs of ``Wo*N`` contiguous numbers, and split over the
-  cores (``threads.py``): im2col of conv 32 -> 64 at batch 128 (a 115 MB column matrix) went
-  from 12.4 to 8.4 ms on 2 cores. col2im returns its ``(N, C, H, W)`` result as a view of
-  batch-last memory.
+  comes in unpadded), so every copy moves runs of ``Wo*N`` contiguous numbers, split over the
+  cores (``threads.py``). col2im returns its ``(N, C, H, W)`` result as a view of batch-last memory.
 - ``"strided"``: one ``as_strided`` view of every window, copied into the matrix at once.
 - ``"kernel"`` (the default on CuPy): one CUDA thread per output number (``conv_kernels.py``).
 - ``"loops"``: one window at a time in Python, the definition, for lesson 04's first timing.
 
 ``im2col_<method>(x, g, out=None)`` fills ``out`` when given; ``col2im_<method>(cols, g)``;
-``IM2COL`` and ``COL2IM`` map the names to them. Measured on a 2-core AMD EPYC, NumPy 2, OpenBLAS.
+``IM2COL`` and ``COL2IM`` map the names to them. ``python -m dlscratch.bench conv`` times a convolution with
+"slices" and with "strided".
 """
 
 from .. import backend

@@ -8,12 +8,10 @@ memory. Copying it into NCHW order would cost one pass over every activation, tw
 
 **The invariant.** Every operation accepts its inputs in any memory layout (NumPy and CuPy do the
 indexing). Only ``fast/conv.py`` and ``fast/im2col.py`` (col2im) *produce* batch-last arrays;
-``fast/pooling.py`` and ``fast/dropout.py`` *keep* the layout they are given, because an
-elementwise operation over two arrays of different layouts runs far slower than over one (a
-batch-last activation times a C-ordered dropout mask: 1.3-3.3 ms against 0.12-0.2 ms here, in two runs). Everything
-else, including every reference implementation, ignores layout.
-
-Measured on a 2-core AMD EPYC (NumPy 2, OpenBLAS); timings in the docstrings below.
+``fast/pooling.py`` and ``fast/dropout.py`` *keep* the layout they are given, because NumPy's
+elementwise loops over two arrays of different layouts run far slower than over arrays of one
+layout: they walk one of the two across memory instead of along it. Everything else, including
+every reference implementation, ignores layout.
 """
 
 from .. import backend
@@ -34,7 +32,7 @@ def is_batch_last(x):
 def to_batch_last(x, out=None):
     """``x: (N, C, H, W)`` copied into ``out: (C, H, W, N)`` (a new array when None).
 
-    The copy goes in tiles of a few images by a few channels (sizes and measurement in ``tuning.py``):
+    The copy goes in tiles of a few images by a few channels (sizes in ``tuning.py``):
     a tile's reads stay in cache while its writes fill whole cache lines.
     """
     if out is None:

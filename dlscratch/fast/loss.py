@@ -1,9 +1,8 @@
 """Cross-entropy on the GPU: one kernel and a sum forward, one kernel backward, and no wait for the labels.
 
 The reference (``functions/loss.py``) checks the labels with ``int(labels.min())`` and ``int(labels.max())``:
-two device-to-host copies, so in every training step the host stops until the GPU has caught up
-(CUPTI's count in a GPU run on one NVIDIA H100, kept with the project's GPU runs), and its log-softmax, pick and one-hot
-subtraction are about twenty launches. Here:
+two device-to-host copies, so in every training step the host stops until the GPU has caught up, and its
+log-softmax, pick and one-hot subtraction take a launch per array operation. Here:
 
 - forward: one thread per sample computes its row's maximum, the log of the sum of exponentials and its
   loss (``log_p[label]`` as the reference computes it), then one reduction sums the batch;

@@ -2,18 +2,16 @@
 gradients at batch size 1 as padded GEMMs (``matmul.py``).
 
 The plain point-wise half (``functions/lstm_pointwise.py``) is a dozen whole-array operations,
-each a pass over memory and, on the GPU, a kernel launch of several microseconds; at the sizes
-of an LSTM step (a few hundred thousand numbers) the launches, not the arithmetic, set the time.
-``lstm_kernels.py`` does the same arithmetic in one ``ElementwiseKernel`` per direction, reading
-the four gates as strided views: cuDNN's "fused point-wise operations" rung (NVIDIA's blog
-measured 5.5x over a naive LSTM with it, combined with the rungs before it). The kernels are
-written and tested against the plain path on a GPU; no GPU was available where this was written,
-so no speed-up is quoted yet. On the CPU the fast path runs the plain path.
+each a pass over memory and, on the GPU, a kernel launch; at the sizes of an LSTM step (a few
+hundred thousand numbers) the launches, not the arithmetic, set the time. ``lstm_kernels.py`` does
+the same arithmetic in one ``ElementwiseKernel`` per direction, reading the four gates as strided
+views: the "fused point-wise operations" rung of J. Appleyard's "Optimizing Recurrent Neural Networks
+in cuDNN 5" (NVIDIA Developer Blog, 2016). On the CPU the fast path runs the plain path.
 
 On the GPU the cell (``LSTMCell`` here) also adds its recurrent product and biases inside the forward
-kernel, and makes both biases' gradients with one reduction (``bias_gradients``): 10 launches for a step
-forward and backward, where adding each apart and copying the shared bias gradient made 15 (the ledger's
-count, 700 -> 500 at batch 32, the loss's launches left out).
+kernel, and makes both biases' gradients with one reduction (``bias_gradients``), where the plain cell
+adds each in a launch of its own and copies the shared bias gradient. ``python -m dlscratch.bench
+launches`` counts the launches of the cell's step (the ``nn.LSTMCell`` row).
 """
 
 from .. import backend
@@ -67,8 +65,7 @@ def bias_gradients(gz):
 
     One array for both would be copied for each bias (a leaf keeps its gradient without a copy only when no other
     input shares it). On the GPU one reduction over ``gz`` seen twice makes the two: one launch where the
-    reference's sum and copies made three. NumPy sums once and copies faster (at ``(32, 2000)``: 9 µs, against
-    20 µs for the double sum, this machine's 2-core CPU).
+    reference's sum and copies take three. On NumPy, summing once and copying is faster than summing twice.
     """
     xp = backend.get_array_module(gz)
     if xp is backend.numpy:

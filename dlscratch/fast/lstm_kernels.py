@@ -81,7 +81,7 @@ def _gates(z):
     return [z[..., k * H:(k + 1) * H] for k in range(4)]
 
 
-_zero_peepholes = {}  # (array type, H, dtype) -> zeros, made once: a fresh one per step was a memset per launch
+_zero_peepholes = {}  # (array type, H, dtype) -> zeros, made once: a fresh one per step would be a memset
 
 
 def _peepholes(peephole, like):

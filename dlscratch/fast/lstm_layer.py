@@ -1,10 +1,8 @@
 """An LSTM layer's time loop on the GPU, with no copies and no memsets in it: two launches per step each way.
 
-The reference loop (``functions/lstm_layer.py``) keeps a running state and copies it into the saved
-arrays at every step, adds the recurrent product into the gates in a pass of its own, and its
-point-wise kernels made a fresh array of zeros for the missing peepholes: on an H100, 9 kernels, 5
-device-to-device copies and 2 memsets per time step, 1,301 launches for 80 steps forward and backward
-(CUPTI's count in a GPU run on one NVIDIA H100, kept with the project's GPU runs), against cuDNN's 416.
+The reference loop (``functions/lstm_layer.py``) keeps a running state and copies it into the saved arrays at
+every step, and adds the recurrent product into the gates in a pass of its own: on a GPU each of those is a
+launch, and a small step takes as long as its launches.
 
 Here, for a batch whose sequences all have the same length (``batch_sizes = [N] * T``):
 
@@ -14,25 +12,22 @@ Here, for a batch whose sequences all have the same length (``batch_sizes = [N] 
   states likewise;
 - the step's recurrent product goes into a kept buffer (``matmul(..., out=)``, with ``W_hh`` transposed
   by cuBLAS rather than copied) and is added to the input projection inside the point-wise kernel
-  (``lstm_kernels.forward_recurrent_kernel``), with the biases. It is ``h @ W_hh.T``, an output of
-  ``N x 4H`` (32 x 2000 in the benchmark), where the reference's ``W_hh @ h.T`` is tall and thin
-  (2000 x 32): cuBLAS ran that one as two kernels at every step on an H100, the ledger's model says one
-  for this order (``ledger.gemm_kernel_names``);
+  (``lstm_kernels.forward_recurrent_kernel``), with the biases. It is ``h @ W_hh.T``, a wide ``N x 4H``
+  output, where the reference's ``W_hh @ h.T`` is tall and thin, a shape cuBLAS may run as two kernels
+  (``ledger.gemm_kernel_names`` models which);
 - the backward kernel adds the output's gradient to the state's itself, and writes ``gc`` in place. The
   first step backward reads the final state's gradients where they are (or the number 0 where the final
   state got none), so the running gradients need neither zeros nor copies;
-- the step's product backward, ``gz @ W_hh``, is an output of ``N x H`` (32 x 500) over an inner size of
-  ``4H`` (2000): few tiles and a long sum, which cuBLAS split into partial products and a
-  ``splitKreduce`` kernel on an H100 (computed as ``W_hh.T @ gz.T``). The model splits every product of at
-  most 16,384 outputs over an inner size of at least 128, in either order. Where the input's gradient is
-  wanted, the step multiplies by ``[W_hh | W_ih]`` instead (joined once per backward: two copies) and gets
-  ``[gh | gx]``, 32 x 1200, which is one kernel in the model; the input's gradient then needs no GEMM after
-  the loop. Without it, the step keeps ``gz @ W_hh``.
+- the step's product backward, ``gz @ W_hh``, has few outputs (``N x H``) over a long inner size (``4H``),
+  which cuBLAS splits into partial products and a ``splitKreduce`` kernel. Where the input's gradient is
+  wanted, the step multiplies by ``[W_hh | W_ih]`` instead (joined once per backward) and gets ``[gh | gx]``,
+  a wider product that runs as one kernel; the input's gradient then needs no GEMM after the loop. Without
+  it, the step keeps ``gz @ W_hh``.
 
-A step is then one GEMM and one kernel forward, one kernel and one GEMM backward (and a split-K reduce
-where the input needs no gradient). These are the ledger's counts: its model of cuBLAS was calibrated on an
-H100 with products of other shapes than ``[gh | gx]``'s, and cuBLAS picks its algorithms per GPU (an H200 ran
-about one kernel more per step of this loop than the model counted: the H200 run in ``docs/gpu-runs``).
+A step is then one GEMM and one kernel forward, one kernel and one GEMM backward (and a split-K reduce where
+the input needs no gradient), as the ledger's model of cuBLAS counts them; cuBLAS picks its algorithms per
+GPU, so a real one may run a kernel more or fewer. ``python -m dlscratch.bench launches`` counts a layer's
+forward and backward beside cuDNN's (the ``nn.LSTM`` row).
 
 Packed sequences of different lengths, and the CPU (where the reference's product order suits BLAS better),
 take the reference loop.

@@ -1,49 +1,34 @@
 """Fast optimizer updates: the rules of ``optim/``, computed in place, in blocks that fit in a cache.
 
-Written as its formula, an update makes a new array for every operation: ``beta1 * m + (1 -
-beta1) * g`` allocates three parameter-sized arrays, fills each in one pass over memory, and
-frees them again. Adam's rule makes about a dozen per parameter per step. The versions here
-write each intermediate result into a kept work array with ``out=`` (``xp.multiply(g, 1 - beta1,
-out=tmp)``) and change the state and the parameter in place (``m *= beta1; m += tmp``), as
-PyTorch's do: nothing is allocated after the first step.
+Written as its formula, an update makes a new array for every operation: ``beta1 * m + (1 - beta1) * g``
+allocates three parameter-sized arrays, fills each in one pass over memory and frees them again. Here each
+intermediate result goes into a kept work array with ``out=`` (``xp.multiply(g, 1 - beta1, out=tmp)``), and
+the state and the parameter change in place (``m *= beta1; m += tmp``), as PyTorch's do: nothing is allocated
+after the first step.
 
-A step writes nothing until every parameter's update is prepared (``optim/optimizer.py``), so an
-update here only prepares: it makes the state of a first step and takes its work arrays, and sets
-``p.apply``, which computes and writes the update in place once the step writes. The arithmetic
-runs there, among the writes; its floating-point errors are held back with the signals.
+In place, because writing into another array costs more: a cache line is read from memory before it is
+written, so ``xp.multiply(m, beta1, out=m_new)`` moves half as many bytes again as ``m *= beta1``.
 
-In place, because an array written elsewhere costs more: a cache line is read from memory before it
-is written, so ``xp.multiply(m, beta1, out=m_new)`` moves half as many bytes again as ``m *= beta1``
-(and a second state array crowds the cache).
+In blocks (``in_blocks``), because a large parameter does not fit in a core's cache, and each of the rule's
+operations over whole arrays would read them from memory again. The rule runs on ``BLOCK_BYTES`` of rows at a
+time instead, so the arrays of a block stay in cache from its first operation to its last. The work arrays
+are one block in size, kept per optimizer and parameter shape.
 
-In blocks (``in_blocks``), because a large parameter does not fit in a core's cache (2 MB of L2 here;
-784x1000 float32 is 3 MB): each of the rule's 4 (SGD) to 12 (Adam) operations over the whole
-arrays would read them all from memory again. The rule runs instead on ``BLOCK_BYTES`` of rows at a
-time, and the arrays of a block stay in the cache from its first operation to its last. The work
-arrays are a block's size, kept per optimizer and parameter shape.
+A step writes nothing until every parameter's update is prepared (``optim/optimizer.py``), so an update here
+only prepares: it makes the state of a first step, takes its work arrays and sets ``p.apply``, which computes
+and writes the update once the step writes. Floating-point errors in that arithmetic are held back with the
+signals.
 
-On a GPU (``backend.has_kernels()``, the strict stand-in included) each rule is instead one fused CUDA
-kernel per parameter (``optim_kernels.py``), in place on the parameter's own arrays: the same arithmetic,
-where the array expressions below and the subtraction take five (SGD) to twelve (Adam) launches per
-parameter. One launch for all the parameters, as PyTorch's fused optimizers make over a table of pointers,
-would need a raw kernel that the strict stand-in cannot run; moving the parameters into one buffer instead
-changed what a user's references to them see, so it is not done.
+On a GPU (``backend.has_kernels()``, the strict stand-in included) each rule is one fused CUDA kernel per
+parameter (``optim_kernels.py``), in place on the parameter's own arrays. One launch for all the parameters,
+as PyTorch's fused optimizers make, would need a raw kernel that the stand-in cannot run, or the parameters
+moved into one buffer, which would change what a user's references to them see.
 
 When NumPy is told to raise on floating-point errors (``numpy.seterr``), a CPU step runs the reference rule,
 which computes every update before writing any: an update computed in place cannot be undone once its
-arithmetic overflows, and the step must leave nothing behind when it raises.
+arithmetic overflows, and a step that raises must leave nothing behind.
 
-Measured on a 2-core Intel Xeon (2 MB L2 per core, busy), NumPy 2.4, OpenBLAS and PyTorch 2.13 CPU, one
-thread each: ``step()`` on the parameters of an MLP 784-1000-10 (0.8M float32), median of six fresh
-processes taking turns with the versions before (8262fe3: whole arrays in place, the step not whole or
-nothing; b797045: each update computed into new arrays, then written):
-
-                        8262fe3    b797045    here      PyTorch
-    SGD(momentum=0.9)   0.84 ms    0.99 ms    0.57 ms   0.71 ms
-    Adam                2.64 ms    2.99 ms    1.69 ms   3.33 ms
-
-The block size, SGD in one process: 64 KB 0.70 ms, 128 KB 0.60, 256 KB 0.55, 512 KB 0.58, 1 MB 0.71,
-whole arrays 0.86.
+``python -m dlscratch.bench mlp`` times an SGD-with-momentum step beside PyTorch's (its phase table).
 """
 
 import functools

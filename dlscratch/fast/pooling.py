@@ -33,16 +33,11 @@ row by row instead, so on ties the element can differ from PyTorch's; the values
 The reference (``functions/pooling.py``) scans the offsets column by column with the same rule,
 so both paths send a tied window's gradient to the same element.
 
-Measured (2-core AMD EPYC, NumPy 2.4, OpenBLAS; median of 7), forward+backward of 2x2 pooling on
-a (128, 32, 24, 24) float32 input:
-
-- max_pool2d: 4.5 ms against the reference's 15.5 ms on a C-ordered input, 3.3 ms against 18.5 ms
-  on a batch-last one. The reference pads a copy, updates a 4-byte winner per output with ``where``
-  at each offset, and its backward adds ``gy * (winner == k)`` four times into a zeroed gradient;
-  here the first stage runs on contiguous rows, the offsets take 1 byte, and tiling windows write
-  the gradient once, without zeroing it first.
-- avg_pool2d: 3.0 ms against 3.8 ms (C order), 2.5 ms against 7 ms (batch-last: the reference's
-  padding copies the input into C order, a transposing copy).
+Against the reference, which pads a copy, keeps a 4-byte winner per output and adds ``gy * (winner == k)``
+once per offset into a zeroed gradient: here the first stage runs on contiguous rows, the offsets take 1 byte,
+the layout is kept (no transposing copy of a batch-last input), and windows that tile the input write the
+gradient once, without zeroing it first. ``python -m dlscratch.bench pool`` times both paths and every backward
+variant.
 """
 
 from .. import backend

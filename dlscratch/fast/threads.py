@@ -2,10 +2,10 @@
 
 NumPy runs each copy and each elementwise operation on one core, while its matrix products
 (BLAS) use them all. NumPy lets go of Python's global lock while it copies, so Python threads
-can each copy one part of an array at the same time. Measured on a 2-core machine: im2col of
-conv 32 -> 64 at batch 128 (a 115 MB column matrix) went from 12.4 to 8.4 ms, and the batch-last
-copy of a 25 MB gradient from 11.6 to 6.8 ms. Small arrays stay on one thread: handing work to
-another costs tens of microseconds. CuPy arrays never come here: the GPU is parallel already.
+can each copy one part of an array at the same time: im2col's column matrix and the batch-last
+copies of large activations fill faster. Small arrays stay on one thread
+(``tuning.MIN_THREADED_NUMBERS``): handing work to another costs tens of microseconds. CuPy arrays
+never come here: the GPU is parallel already.
 
 Forking a process that runs threads can deadlock the child (a lock held by a thread that does not
 exist there; Python 3.12+ warns about it). So the threads stop before every ``os.fork()`` (a

@@ -25,7 +25,7 @@ from .products import gemm
 class Conv2dFunction(Function):
     """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo)."""
 
-    name = "conv2d"  # the name errors and drawings use, as before the class became Conv2dFunction
+    name = "conv2d"  # the name errors and drawings use
 
     def __init__(self, geometry):
         self.geometry = geometry

@@ -10,8 +10,8 @@ image), with the image index fastest::
 
 Each column is one window, flattened in the order of a weight ``(O, C, kh, kw)``, so
 ``weight.reshape(O, -1) @ cols`` is the whole convolution, ``(O, Ho*Wo*N)``. Images fastest is
-cuda-convnet's layout: with it, copies move runs of ``Wo*N`` numbers at a time, and col2im's
-additions ran 3x faster than with ``(C*kh*kw, N*Ho*Wo)`` on a CPU; the fast path
+cuda-convnet's layout: with it, copies and col2im's additions move runs of ``Wo*N`` contiguous
+numbers at a time, where ``(C*kh*kw, N*Ho*Wo)`` gives runs of ``Wo``; the fast path
 (``dlscratch/fast/im2col.py``) builds on it.
 
 Kernel offset ``(i, j)`` reads one strided slice of the padded input, ``padded[:, :, i::sh,

@@ -1,10 +1,11 @@
 """``gemm(a, b)``: the matrix product behind every operation, with one rule for float16 on a CPU.
 
-NumPy has no float16 GEMM. Its own loop multiplied (64, 1568) @ (1568, 128) in 165 ms where float32's BLAS took
-0.28 ms (600x). ``gemm`` hands float16 operands to the float32 BLAS (NumPy converts them as it goes,
-``matmul(..., dtype=float32)``) and rounds the result to float16 once: 0.86 ms. These are the numbers a GPU's
-tensor cores produce, float16 operands summed in float32, and what ``autocast`` needs on a CPU to be slower than
-float32 by a factor instead of by orders of magnitude. On a GPU, CuPy calls cuBLAS's float16 GEMM itself.
+NumPy has no float16 GEMM: its own loop runs hundreds of times slower than float32's BLAS. ``gemm`` hands
+float16 operands to the float32 BLAS (NumPy converts them as it goes, ``matmul(..., dtype=float32)``) and rounds
+the result to float16 once. These are the numbers a GPU's tensor cores produce, float16 operands summed in
+float32, and what ``autocast`` needs on a CPU to be slower than float32 by a factor instead of by orders of
+magnitude (``python -m dlscratch.bench precision`` prints the factor). On a GPU, CuPy calls cuBLAS's float16
+GEMM itself.
 
 Both paths use it for every product (``matmul``, ``linear``, ``conv2d``, the LSTM's), so that float16 results
 agree to the last bit: NumPy's loop also sums in float32 but in another order, and a different float32 sum can

@@ -7,7 +7,7 @@ from .module import Module
 class ReLU(Module):
     """``max(x, 0)`` elementwise; any shape. ``inplace=True`` writes it into ``x`` (``Tensor.relu_``)."""
 
-    inplace = False  # also for a ReLU pickled before it had the argument
+    inplace = False  # the default for a ReLU unpickled without the attribute too
 
     def __init__(self, inplace=False):
         super().__init__()

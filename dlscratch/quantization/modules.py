@@ -204,7 +204,7 @@ def quantize_model(model, calibration, method="integer"):
     if not seen:
         raise ValueError("quantize_model: the calibration data gave no batch")
     # An error, not a warning: PyTorch's observer only warns here and quantises with scale 1 and zero point 0,
-    # which puts inputs below 1 on a grid of 1 (on the tests' two-head model, outputs off by 52% of the largest);
+    # which puts inputs below 1 on a grid of 1 (the model's outputs then come out far from the float model's);
     # a warning scrolled past leaves a learner a wrong model, an error now costs a calibration batch.
     missed = [f"{qualified} ({type(observer.layer).__name__})" for _, _, observer, qualified in observers
               if observer.low > observer.high]

@@ -265,8 +265,8 @@ def _half_operands(args, kwargs):
 
 def _half_matmul(a, b, out=None, **kwargs):
     """A float16 product as a GPU's GEMM computes it: the products summed in float32, rounded to float16 once
-    (``functions/products.py``). NumPy's own float16 loop is hundreds of times slower: lesson 13's mixed-precision
-    training spent 105 of its 122 s on the stand-in in it."""
+    (``functions/products.py``). NumPy's own float16 loop is hundreds of times slower: a mixed-precision lesson
+    would spend most of its time on the stand-in in it."""
     product = numpy.matmul(a, b, dtype=numpy.float32, **kwargs)
     with numpy.errstate(over="ignore"):  # past float16's range is inf, as on a GPU
         if out is None:
@@ -443,7 +443,7 @@ def asarray(a, dtype=None, order=None):
 
 def _zero_as_memset(a):
     """``a`` as CuPy writes it: a 0-d value, and ``fill``'s value, that equals zero is written with a memset,
-    all bits clear, so -0.0 arrives as +0.0 (seen on an H200 with CuPy 14; a 1-d array's bytes are copied)."""
+    all bits clear, so -0.0 arrives as +0.0 (CuPy 14 on an H200; a 1-d array's bytes are copied)."""
     if a.ndim == 0 and a.dtype.kind in "fc" and a == 0:
         a[...] = 0
     return a

@@ -45,14 +45,13 @@ _DTYPE_NAMES = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "
                 "float32", "float64", "complex64", "complex128"}
 _BLOCK = 1 << 18  # threads run together; bounds the temporaries' memory
 #: Launches of more threads than this run their C body on a sample of threads when the kernel has a NumPy twin:
-#: the first and last 256 and 4,096 spread evenly. With these sizes the lessons run faster on the stand-in than
-#: before it ran kernels (lesson 06, quick mode: 70 s with no kernels; 97 s running whole launches up to 2**20
-#: threads and sampling 73,728; 60 s now; this 2-core machine).
+#: the first and last 256 and 4,096 spread evenly: interpreting every thread of a large launch would make the
+#: lessons far slower on the stand-in, and a sample still catches C that disagrees with its twin.
 FULL_RUN_THREADS = 1 << 15
 _SAMPLE_ENDS, _SAMPLE_SPREAD = 256, 1 << 12
 #: Which large launches check their C body on a sample: the first few of each kind (shapes, dtypes, strides) and
-#: then every so many. Checking every launch cost lesson 10's CNN 204 s of its 292 s on the stand-in (col2im's
-#: loops, interpreted); one launch in 25 keeps a long run spot-checked.
+#: then every so many. Checking every launch would spend most of a CNN lesson's time interpreting col2im's loops;
+#: one launch in every ``RECHECK_EVERY`` keeps a long run spot-checked.
 CHECKED_LAUNCHES, RECHECK_EVERY = 3, 25
 #: How closely a float output computed in C must match the reference (NumPy's and CUDA's math differ in the last
 #: places, and sums in another order round differently).

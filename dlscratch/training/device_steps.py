@@ -2,9 +2,9 @@
 
 On NumPy, ``fit`` reads each step's loss and metrics, and asks whether every gradient is finite, before
 the update (``fit.py``): two small copies to the host, free on a CPU. On a GPU each is a wait: the host
-stops until the device has finished the step, and the GPU then idles while the host prepares the next
-(CUPTI's profile of a GPU run on one NVIDIA H100, kept with the project's GPU runs). So with a GPU optimizer of
-``dlscratch.optim`` on the fast path, ``fit`` keeps the checks and the numbers on the device:
+stops until the device has finished the step, and the GPU then idles while the host prepares the next.
+So with a GPU optimizer of ``dlscratch.optim`` on the fast path, ``fit`` keeps the checks and the numbers on
+the device:
 
 - each step's loss and metrics go into a row that stays on the device;
 - one kernel per checked array (the loss, then each gradient) sets ``halt = [step, which]`` on the
