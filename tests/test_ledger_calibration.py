@@ -1,7 +1,8 @@
-"""The launch ledger reproduces CUPTI's counts (tools/calibrate_ledger.py): commit 8262fe3's library, counted on the
-strict CuPy stand-in, launches what it launched on an H100, within 10% (or 1 per step where the count is small).
+"""The launch ledger reproduces CUPTI's counts (tools/calibrate_ledger.py): the profiled commit's library
+(``calibration.COMMIT``), counted on the strict CuPy stand-in, launches what it launched on an H100, within 10% (or 1
+per step where the count is small).
 
-The calibration needs the repository's history (``git archive 8262fe3``): a shallow clone skips it, saying so.
+The calibration needs the repository's history (``git archive`` of that commit): a shallow clone skips it, saying so.
 """
 
 import pytest
@@ -34,7 +35,7 @@ def test_the_table_gives_each_category_and_holds_only_the_device_counts():
 
 @pytest.fixture(scope="module")
 def old_counts():
-    """Per-step counts of the five workloads by commit 8262fe3's library, on the stand-in."""
+    """Per-step counts of the five workloads by the profiled commit's library, on the stand-in."""
     if not calibration.has_commit():
         pytest.skip(f"commit {calibration.COMMIT} is not in this clone's history (shallow clone): "
                     "the calibration needs `git fetch --unshallow`")
@@ -43,7 +44,7 @@ def old_counts():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", WORKLOADS, ids=[w.name.split(",")[0] for w in WORKLOADS])
-def test_the_ledger_counts_what_cupti_counted_at_8262fe3(old_counts, workload):
+def test_the_ledger_counts_what_cupti_counted_at_the_profiled_commit(old_counts, workload):
     counted = old_counts[workload.name]
     wrong = {category: (counted[category], workload.cupti_8262fe3.get(category, 0))
              for category in calibration.CALIBRATED

@@ -1,11 +1,12 @@
-"""Calibrate the launch ledger: count commit 8262fe3's training steps on the stand-in, against CUPTI's counts.
+"""Calibrate the launch ledger: count the profiled commit's training steps on the stand-in, against CUPTI's counts.
 
     python tools/calibrate_ledger.py            # the table: workload | category | stand-in | CUPTI | difference %
                                                 # (exit status 1 when a count is off)
     python tools/calibrate_ledger.py --sites    # and each workload's top call sites
 
-CUPTI counted the kernels, memsets and copies of five training steps of the library at commit 8262fe3 on one
-NVIDIA H100 (PyTorch 2.11's profiler, 2026-11-25; the figures are in ``dlscratch/bench/workloads.py``).
+CUPTI counted the kernels, memsets and copies of five training steps of the library at commit ``COMMIT`` on one
+NVIDIA H100 (PyTorch 2.11's profiler; the run is the H100 one in ``docs/gpu.md``, the figures are in
+``dlscratch/bench/workloads.py``).
 This tool extracts that commit's ``dlscratch/`` into a temporary folder (``git archive``: it needs the
 repository's history), lays today's ledger and stand-in over it (``OVERLAY``), and counts the same five
 steps there in a fresh Python, on the strict CuPy stand-in. A count is calibrated when it is within 10% of
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: the commit whose library CUPTI profiled on the H100 (docs/gpu.md), the one place the tests and tools name it
 COMMIT = "8262fe3"
 #: today's files laid over the old tree: the ledger, the stand-in it counts in (the package ``strict_cupy/``: the
 #: arrays, CuPy's signatures and API table, the kernel interpreter), and the workloads; the old tree's own stand-in
@@ -94,7 +96,7 @@ def compare(counts, workloads):
 def calibrate(sites=False):
     """Count the old steps in a temporary tree; return ``(counts, seconds)``."""
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="dlscratch-8262fe3-") as tree:
+    with tempfile.TemporaryDirectory(prefix=f"dlscratch-{COMMIT}-") as tree:
         extract_old_tree(tree)
         counts = count_old_steps(tree, sites=sites)
     return counts, time.perf_counter() - start
@@ -123,7 +125,7 @@ def main(argv=None):
     return 1 if any(row[-1] == "NO" for row in rows) else 0
 
 
-# ---- the child process: commit 8262fe3's library, on the stand-in ----
+# ---- the child process: the profiled commit's library, on the stand-in ----
 
 def child(sites):
     """Count each workload's steps with the old library and print the counts as one line of JSON."""

@@ -2,11 +2,10 @@
 
 For each of the five workloads of the GPU profile (``workloads.py``): one warm-up step, then a few steps
 counted inside ``backend.ledger()``, and per step the kernels, memsets, copies, host waits, allocations and
-launches, beside eager PyTorch's CUPTI counts for the same step (one NVIDIA H100, PyTorch 2.11, 2026-11-25;
-the figures are in ``workloads.py``). A launch is
-any work queued on the device (a kernel, a memset or a copy); each costs the host 5-25 µs, so
-a small model's step takes as long as its launches and waits. Then the call sites of the workload that
-is furthest from PyTorch.
+launches, beside eager PyTorch's CUPTI counts for the same step (one NVIDIA H100, PyTorch 2.11: the profile that
+docs/gpu.md describes; the figures are in ``workloads.py``). A launch is any work queued on the device (a kernel,
+a memset or a copy); each costs the host 5-25 µs, so a small model's step takes as long as its launches and
+waits. Then the call sites of the workload that is furthest from PyTorch.
 
 NumPy launches nothing, so on the CPU the suite runs on the strict CuPy stand-in, which counts what CuPy
 would launch; on a GPU it counts there. Counts, not times: ``--repeat`` changes nothing.
@@ -25,7 +24,7 @@ def run(repeat=None, quick=False):
     """Count every workload's step, print the table and the worst one's call sites; return ``(headers, rows)``."""
     where = choose_device()
     print(f"launches: per training step, counted by backend.ledger() on {where}, fast path; PyTorch: "
-          "CUPTI's counts for eager PyTorch (one NVIDIA H100, PyTorch 2.11, 2026-11-25); "
+          "CUPTI's counts for eager PyTorch on an H100 (docs/gpu.md); "
           "x PyTorch = launches (kernels + memsets + copies) / PyTorch's")
     if quick:
         print("quick mode: tiny sizes, a smoke test: the counts are not the named workloads' (no ratio to PyTorch)")

@@ -2,8 +2,7 @@
 how far its logits move from float32's.
 
 Two models: an MLP 784-1024-1024-10 and the small CNN of the Qiita post "深層学習外伝 ~GPUプログラミング編~"
-(2020-09-29; ``cnn.article_net``), on seeded random
-MNIST-shaped batches. Each runs as
+(2020; ``cnn.article_net``), on seeded random MNIST-shaped batches. Each runs as
 
 - **float32**: the default; an SGD training step, and inference under ``no_grad``;
 - **float16 autocast**: ``amp.autocast`` with float32 master weights and a ``GradScaler`` (the training step), and

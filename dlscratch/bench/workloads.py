@@ -1,13 +1,13 @@
-"""The five training steps of the GPU profile (one NVIDIA H100, PyTorch 2.11, 2026-11-25), and what CUPTI counted.
+"""The five training steps of the GPU profile that docs/gpu.md describes, and what CUPTI counted.
 
 Each builder returns ``step()``, one full training step on the current backend; ``quick=True`` gives the
 same step on tiny sizes. The launches suite counts them with ``backend.ledger()``, and
-``tools/calibrate_ledger.py`` runs this module on commit 8262fe3's library (the code that was profiled),
+``tools/calibrate_ledger.py`` runs this module on the library as it was when profiled (the tool's ``COMMIT``),
 so it uses only API that existed there.
 
-The counts per step are CUPTI's, through ``torch.profiler``, in that run (one NVIDIA H100 80GB, PyTorch 2.11.0
-with CUDA 13, 2026-11-25), copied here from its logs, which are not part of the repository: ``Workload.pytorch``
-for eager PyTorch, ``Workload.cupti_8262fe3`` for dlscratch at commit 8262fe3 (``waits`` there are its
+The counts per step are CUPTI's, through ``torch.profiler``, in that profile (one NVIDIA H100 80GB, PyTorch 2.11
+with CUDA 13), copied here from its logs, which are not part of the repository: ``Workload.pytorch`` for eager
+PyTorch, ``Workload.cupti_8262fe3`` for the profiled dlscratch (``waits`` there are its
 ``cudaStreamSynchronize`` calls). Keys are the ledger's attribute names; a category that is absent was counted
 as 0.
 """
@@ -88,7 +88,7 @@ class Workload(NamedTuple):
     build: Callable  # build(quick=False) -> step()
     counted_steps: int
     pytorch: dict  # eager PyTorch on the same step
-    cupti_8262fe3: dict  # dlscratch at commit 8262fe3
+    cupti_8262fe3: dict  # the profiled dlscratch on the same step
     pytorch_note: str = ""
 
 

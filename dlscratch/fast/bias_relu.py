@@ -1,34 +1,15 @@
 """A Linear's or a Conv2d's bias and the ReLU after it in one kernel, on the GPU, inside ``Sequential``.
 
-Unfused, ``Linear`` then ``ReLU`` is three launches on a GPU: the GEMM, an ``add`` for the bias and a ``maximum``
-for the ReLU, the last two each one pass over the whole output. Here the GEMM runs without its bias and one
-``ElementwiseKernel`` computes ``max(y + b, 0)``: one launch and one pass fewer per pair, as cuBLASLt's and
-cuDNN's "epilogues" fuse (``python -m dlscratch.bench launches`` counts a training step's launches).
+Unfused, the pair is three launches (the GEMM, the bias's ``add``, the ReLU's ``maximum``); here the GEMM runs
+without its bias and one kernel computes ``max(y + b, 0)``, as cuBLASLt's and cuDNN's epilogues do. ``Sequential``
+recognises the pair, so the models a learner writes with PyTorch's layers gain without change (same modules, repr
+and ``state_dict``). A pair fuses only when nothing a program can observe changes: exactly a ``Linear`` or
+``Conv2d`` with a bias before exactly a ``ReLU``, no hooks or instance overrides, one floating dtype; otherwise,
+and on the CPU, the modules run one after the other.
 
-**Why ``Sequential`` recognises the pair.** A fused module (``LinearReLU``) or a layer taking an ``activation``
-would speed up only the models written for it; the learner's models, the lessons' and the benchmarks' are written
-with PyTorch's layers. Recognised when ``Sequential`` runs, the model stays what its author wrote: the same
-modules, names, indices, repr and ``state_dict`` keys. Only how ``forward`` groups the arithmetic changes, and
-only here: the reference path's ``Sequential`` is the plain loop (``nn/container.py``), and so is this one on the
-CPU, where there are no launches to save and the fast convolution already adds its bias inside the GEMM.
-
-A pair fuses only when fusing changes nothing a program can observe: exactly a ``Linear`` or ``Conv2d`` with a bias
-(no subclass: one may override ``forward`` or ``__call__``), right before exactly a ``ReLU``; neither with a hook of
-any kind (pruning's pre-hook recomputes the weight; a hook may look at or replace the input) nor a ``forward`` or
-``__call__`` set on the instance; the input, weight and bias of one floating dtype (mixed dtypes follow the dtype
-rule unfused). Otherwise the two run one after the other, as on the reference path. Nothing is stored: a module
-used elsewhere, or twice, is unaffected.
-
-**Two nodes.** The product goes through the public ``linear`` / ``conv2d`` without the bias, so autocast's casts
-and the convolution's algorithms apply as they do unfused; this module's ``ReLU(y, b)`` follows: the model's ReLU
-with the bias as a second input, named ReLU and "relu" in graphs, errors and profiles, with ReLU's saved ``y`` and
-backward. Under ``autocast`` its bias is cast as the product's arguments are (``casts_to_low_precision``), so a
-float16 product meets the same float16 bias as unfused, and the numbers are the unfused fast path's to the bit.
-
-**Backward: the launches of the unfused pair.** ReLU's kernel (``g = gy * (y > 0)``), one sum over all but the
-channel axis for the bias's gradient, then the product's GEMMs on ``g``. The mask and the sum cannot share a
-launch: a sum is a reduction, and an ``ElementwiseKernel`` writes one element per thread (the stand-in runs no
-``ReductionKernel``); the bias gradient as a GEMM (``ones @ g``) would be a launch as well, plus a fill.
+The product goes through the public ``linear`` / ``conv2d``, so autocast and the convolution's algorithms apply as
+unfused; the node after it is the model's ReLU with the bias as a second input, and its backward is ReLU's mask
+kernel, one sum for the bias and the product's GEMMs. ``python -m dlscratch.bench launches`` counts the launches.
 """
 
 import numpy
@@ -46,8 +27,7 @@ from ..tensor import data_of
 from . import elementwise
 from .layout import is_batch_last, new_array
 
-# ``v < 0 ? 0 : v`` keeps a NaN, as the reference's maximum does; both branches T (float16 and float would be
-# ambiguous to NVRTC)
+# keeps a NaN, as the reference's maximum does; both branches T, or float16 and float are ambiguous to NVRTC
 _BIAS_RELU = """
 const T v = y + b;
 out = v < (T)0 ? (T)0 : v;
@@ -61,8 +41,7 @@ def _bias_relu_twin(y, b, out):
 
 class ReLU(elementwise.ReLU):  # the reference's class name, as a graph's node shows it
     """``relu(y + b)``, ``b: (O,)`` along ``axis`` of ``y``: a Linear's ``(*, O)`` (axis -1) or a convolution's
-    ``(N, O, Ho, Wo)`` (axis 1). GPU arrays, with kernels. In a graph it is the model's ReLU (its name, its saved
-    ``y``, its backward), with the bias as a second input."""
+    ``(N, O, Ho, Wo)`` (axis 1), on GPU arrays."""
 
     fresh_grads = True  # both gradients are new arrays: the bias adopts its own without a copy
 
@@ -132,9 +111,7 @@ def runs_as_its_class(module):
 
 
 def _one_float_dtype(x, weight, bias):
-    """The input, weight and bias share one floating dtype: the kernel's ``T y, T b`` then gets the dtype the
-    unfused product and addition give (autocast casts all three alike). Mixed dtypes run unfused, by the dtype
-    rule."""
+    """The input, weight and bias share one floating dtype, the one the kernel's ``T y, T b`` takes."""
     return x.dtype == weight.dtype == bias.dtype and x.dtype.kind == "f"
 
 

@@ -1,27 +1,13 @@
-"""Fast 2-D convolution: the reference's im2col and one GEMM, with the tricks that make it fast.
+"""Fast 2-D convolution: the reference's im2col and one GEMM (``functions/conv.py``), with the same numbers.
 
-The numbers are those of ``functions/conv.py``; what changes is where the time goes:
-
-- **The bias inside the GEMMs.** ``cols`` gets one more row, all ones, and the weight matrix the
-  bias as one more column, so ``[W | b] @ [cols; 1]`` adds the bias and ``gy @ [cols; 1].T`` ends
-  with the column ``gy.sum(axis=1)``: two passes over the output fewer.
-- **On a GPU, launches instead.** The ones row costs a fill and the bias column a concatenation (three
-  launches) where one addition after the GEMM does: there the bias is added to the product, and its
-  gradient is one sum (before a ReLU in a ``Sequential``, ``bias_relu.py`` adds it with the ReLU
-  instead). The input's gradient is one GEMM and one col2im kernel that writes ``gx`` itself: no
-  zeroed buffer, no addition.
-- **col2im in bands.** On the CPU, ``gx`` is computed a band of output rows at a time, so each band's
-  slice of ``W.T @ gy`` (``tuning.BAND_NUMBERS``) is still in cache when col2im reads it, instead of a
-  column matrix as large as ``cols`` going out to memory and back.
-- **No transposes.** The output is a view ``(N, O, Ho, Wo)`` of the product's ``(O, Ho, Wo, N)``
-  memory (``layout.py``): the next convolution's im2col and this one's backward find their arrays
-  already in order (Fixstars's CUDA seminar vol. 3 (2022) advises avoiding transposes).
-- **Large buffers reused by the process.** The column matrix is a new array at every call; the memory
-  comes back from the allocator, not from the system, once ``memory.keep_freed_memory()`` has run
-  (``fit()``, the benchmarks and the lessons call it), so this module keeps no buffers of its own.
-- **Gradients adopted without copies** (``fresh_grads``): each gradient is a new GEMM result.
-- **Float16 on a CPU** through the reference's ``gemm`` (``functions/products.py``), and with the bias added after
-  it, as there: the reference rounds the product to float16 before the bias is added.
+- **The bias inside the GEMMs** (CPU): ``[W | b] @ [cols; 1]`` adds the bias and ``gy @ [cols; 1].T`` ends with
+  its gradient, two passes over the output fewer. On a GPU, where the ones row and the concatenation would cost
+  launches, the bias is added after the GEMM; in float16 too, to round as the reference does.
+- **col2im in bands** (CPU): the input's gradient a band of output rows at a time, so each band's slice of
+  ``W.T @ gy`` (``tuning.BAND_NUMBERS``) is still in cache when col2im reads it. On a GPU with the ``kernel``
+  method, one GEMM and one gather kernel that writes ``gx`` itself.
+- **No transposes**: the output is a view of the product's batch-last memory (``layout.py``).
+- **New gradients**, which a leaf adopts without a copy (``fresh_grads``).
 
 ``python -m dlscratch.bench conv`` times this path beside the reference path.
 """
@@ -45,11 +31,7 @@ from .threads import in_parts
 
 
 class Conv2dFunction(Function):
-    """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo).
-
-    The gradients never share ``self.cols`` (or any other kept buffer): each is a new array, so a
-    leaf may adopt it without a copy (``fresh_grads``).
-    """
+    """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo)."""
 
     name = "conv2d"  # the name errors and drawings use
 
@@ -61,10 +43,7 @@ class Conv2dFunction(Function):
     def forward(self, x, weight, bias=None):
         geometry = self.geometry
         rows = geometry.cols_shape[0]
-        # with a bias, the column matrix gets one more row, of ones, and the weight matrix the bias
-        # as one more column: the GEMM adds the bias, and the weight-gradient GEMM sums gy for it
-        # (on a GPU the bias is added to the product instead: fewer launches; in float16 too, where the reference
-        # rounds the product to float16 before adding the bias, and one rounding fewer would give other numbers)
+        # the bias as a ones row of cols and a column of the weight matrix (not on a GPU or in float16: see above)
         self.bias_row = bias is not None and not backend.is_gpu_array(x) and x.dtype != numpy.float16
         shape = (rows + self.bias_row, geometry.cols_shape[1])
         cols = backend.get_array_module(x).empty(shape, dtype=x.dtype)
@@ -133,13 +112,11 @@ def add_columns(target, gcols, g):
 
 
 def weight_gradient(gy, cols):
-    """``gy @ cols.T`` for ``gy: (O, M)``, ``cols: (R, M)``, computed as ``(cols @ gy.T).T``.
+    """``gy @ cols.T`` for ``gy: (O, M)``, ``cols: (R, M)``, computed on the CPU as ``(cols @ gy.T).T``.
 
-    The same product, but OpenBLAS runs the two forms differently: with a long inner dimension ``M``,
-    ``gy @ cols.T`` makes its threads wait for each other many times, and when other processes share the
-    cores it runs many times slower than the transposed form; on an idle machine the two take the same time.
-    The result is an ``(O, R)`` view of an ``(R, O)`` array. On a GPU, where that concern does not arise, the
-    product is made C-ordered, as a leaf's gradient must be (a copy to C order would be one more launch).
+    With a long inner dimension ``M``, OpenBLAS's threads wait for each other in ``gy @ cols.T`` and it runs many
+    times slower when other processes share the cores. On a GPU the product is made C-ordered, as a leaf's gradient
+    must be.
     """
     if backend.is_gpu_array(gy):
         return gemm(gy, cols.T)

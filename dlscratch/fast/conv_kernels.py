@@ -65,8 +65,7 @@ def _geometry_of(sizes):
     return geometry((N, C, H, W), (kh, kw), (sh, sw), (ph, pw), "kernel")
 
 
-# The NumPy twins of the kernels (the slice methods): the strict CuPy stand-in runs a large launch's C body on a
-# sample of its threads and checks them against the twin, which computes the rest (see ``strict_cupy/kernels.py``).
+# The NumPy twins of the kernels are the slice methods (``strict_cupy/kernels.py`` checks them).
 def _im2col_twin(img, *sizes_and_col):
     *sizes, col = sizes_and_col
     im2col_slices(img, _geometry_of(sizes), out=col)

@@ -1,19 +1,9 @@
 """Fast dropout: the mask drawn in the input's memory layout.
 
-A convolution's output is stored batch-last (``layout.py``). The reference draws its mask in C
-order, so the product ``x * mask`` mixes two layouts, and NumPy's elementwise loops over mixed
-layouts are slow. Here the mask is drawn in ``x``'s layout, so the product runs over two arrays of
-one layout and keeps it. For a C-ordered input the two paths draw the same numbers from the same
-seed and take the same time.
-
-The backward, given a C-ordered ``gy`` as Flatten's backward gives it, copies ``gy`` into the mask's
-layout first. That costs more than the reference's backward, where the C-ordered mask meets ``gy``
-directly, but the input gradient comes out batch-last, in the layout of the convolution's output it
-flows back into. ``python -m dlscratch.bench cnn`` times the Keras CNN's step, which has two dropouts,
-on both paths.
-
-On a GPU the comparison, the division and the product are one kernel that writes the mask and the
-output, and the backward is one kernel, where the array expressions take a launch per operation.
+The reference draws its mask in C order, so on a batch-last activation (``layout.py``) ``x * mask`` mixes two
+layouts, which NumPy loops over slowly. Drawn in ``x``'s layout, the product keeps it; for a C-ordered input both
+paths draw the same numbers from one seed. On a GPU, forward and backward are one kernel each.
+``python -m dlscratch.bench cnn`` times a step with two dropouts on both paths.
 """
 
 from .. import backend
@@ -34,9 +24,7 @@ y = x * m;
 
 
 class Dropout(Function):
-    """The reference's ``y = x * mask`` with the mask drawn in ``x``'s memory order, so the
-    product runs over two arrays of one layout and keeps it (``Flatten`` then takes a batch-last
-    input as a view)."""
+    """The reference's ``y = x * mask``, with the mask in ``x``'s memory order."""
 
     saves_inputs = False  # backward does not read the inputs' values
 
@@ -67,8 +55,7 @@ class Dropout(Function):
             backend.elementwise_kernel("T gy, T mask", "T g", "g = gy * mask", "dlscratch_dropout_backward")(
                 gy, self.mask, g)
             return g
-        # gy often comes C-ordered from Flatten's backward: one transposing copy into the mask's
-        # layout, then a contiguous product, is faster than a mixed-layout product
+        # a C-ordered gy (from Flatten) is copied into the mask's layout: faster than a mixed-layout product
         return multiply_in_layout(in_layout_of(gy, self.mask), self.mask, self.mask)
 
 

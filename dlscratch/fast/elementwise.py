@@ -1,9 +1,7 @@
 """ReLU on the GPU: the output in the input's layout, and the backward as one kernel.
 
-The reference's ``gy * (y > 0)`` is two launches on a GPU (a comparison, then a product) and an array of
-booleans in between; the kernel computes the same product, ``gy * 1`` or ``gy * 0`` (so a NaN or an infinity in
-``gy`` still propagates as in the reference), in one pass. The fused bias and ReLU of ``bias_relu.py`` is a
-``ReLU`` of this module too: the same backward.
+The reference's ``gy * (y > 0)`` is two launches and a boolean array; the kernel computes ``gy * 1`` or ``gy * 0``
+in one pass, so a NaN in ``gy`` still propagates. ``bias_relu.py``'s fused node is a ``ReLU`` of this module too.
 """
 
 from .. import backend
@@ -21,8 +19,7 @@ class ReLU(ReferenceReLU):  # the reference's class name and name: a graph's nod
     def forward(self, x):
         if not (backend.is_gpu_array(x) and backend.has_kernels()):
             return super().forward(x)
-        # in x's layout (a convolution's output is batch-last): CuPy would write a new array C-ordered, and the
-        # layers around would then pay a transposing copy each way
+        # in x's layout: CuPy would write it C-ordered, and the layers around would pay transposing copies
         self.y = backend.get_array_module(x).maximum(x, 0, out=new_array(x.shape, x, x.dtype))
         return self.y
 

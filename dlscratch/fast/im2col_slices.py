@@ -1,9 +1,8 @@
 """The "slices" method of im2col and col2im (``im2col.py``), and the NumPy twins of the CUDA kernels.
 
-Kernel offset ``(i, j)`` of every window at once is one strided slice of the input padded into batch-last memory
-``(C, Hp, Wp, N)`` (``layout.py``): im2col copies ``kh*kw`` slices into the column matrix, col2im adds its rows
-back onto them. Every copy moves runs of ``Wo*N`` contiguous numbers, split over the cores on NumPy
-(``threads.py``). The strict CuPy stand-in checks the kernels of ``conv_kernels.py`` against these.
+Kernel offset ``(i, j)`` of every window is one strided slice of the padded batch-last input ``(C, Hp, Wp, N)``:
+im2col copies the ``kh*kw`` slices into the column matrix (runs of ``Wo*N`` contiguous numbers), col2im adds them
+back. The strict CuPy stand-in checks ``conv_kernels.py`` against these.
 """
 
 from .. import backend

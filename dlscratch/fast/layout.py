@@ -1,17 +1,9 @@
 """The batch-last layout: how the fast path avoids transposing copies between layers.
 
-A convolution's GEMM computes ``W @ cols`` with the images fastest in ``cols`` (``(C*kh*kw,
-Ho*Wo*N)``), so its result is ``(O, Ho, Wo, N)`` in memory. Returning it as the ``(N, O, Ho, Wo)``
-view ``transpose(3, 0, 1, 2)`` costs nothing, and the next convolution's im2col wants exactly this
-memory. Copying it into NCHW order would cost one pass over every activation, twice per layer
-(forward and backward).
-
-**The invariant.** Every operation accepts its inputs in any memory layout (NumPy and CuPy do the
-indexing). Only ``fast/conv.py`` and ``fast/im2col.py`` (col2im) *produce* batch-last arrays;
-``fast/pooling.py`` and ``fast/dropout.py`` *keep* the layout they are given, because NumPy's
-elementwise loops over two arrays of different layouts run far slower than over arrays of one
-layout: they walk one of the two across memory instead of along it. Everything else, including
-every reference implementation, ignores layout.
+A convolution's GEMM ``W @ cols`` leaves its result as ``(O, Ho, Wo, N)`` in memory; the ``(N, O, Ho, Wo)`` view
+of it costs nothing, and the next im2col wants exactly this memory. Every operation accepts any layout; only
+``conv.py`` and col2im *produce* batch-last arrays, and ``pooling.py`` and ``dropout.py`` *keep* the layout they
+are given, because NumPy's loops over two arrays of different layouts walk one of them across memory.
 """
 
 from .. import backend
@@ -30,11 +22,7 @@ def is_batch_last(x):
 
 
 def to_batch_last(x, out=None):
-    """``x: (N, C, H, W)`` copied into ``out: (C, H, W, N)`` (a new array when None).
-
-    The copy goes in tiles of a few images by a few channels (sizes in ``tuning.py``):
-    a tile's reads stay in cache while its writes fill whole cache lines.
-    """
+    """``x: (N, C, H, W)`` copied into ``out: (C, H, W, N)`` (a new array when None), in cache-sized tiles."""
     if out is None:
         out = backend.get_array_module(x).empty(x.shape[1:] + x.shape[:1], dtype=x.dtype)
     N, C, H, W = x.shape
@@ -56,7 +44,7 @@ def to_batch_last(x, out=None):
 def pad_batch_last(x, g):
     """``x: (N, C, H, W)`` zero-padded and stored batch-last: ``(C, H + 2*ph, W + 2*pw, N)``.
 
-    An unpadded batch-last input is returned as a transposed view, no copy.
+    An unpadded batch-last input comes back as a view, no copy.
     """
     if g.ph == g.pw == 0:
         return x.transpose(1, 2, 3, 0) if is_batch_last(x) else to_batch_last(x)
@@ -77,8 +65,7 @@ def unpad_batch_last(padded, g):
 
 
 def new_array(shape, like, dtype, fill=None):
-    """An array of ``shape`` laid out in memory with its axes in the order of ``like``'s strides
-    (uninitialised, or filled with ``fill``)."""
+    """An array of ``shape`` with its axes in memory in the order of ``like``'s (empty, or filled with ``fill``)."""
     xp = backend.get_array_module(like)
     order = memory_order(like)
     stored = tuple(shape[axis] for axis in order)
@@ -87,8 +74,7 @@ def new_array(shape, like, dtype, fill=None):
 
 
 def multiply_in_layout(a, b, like):
-    """``a * b`` written into an array laid out like ``like``. NumPy's product keeps its operands' common
-    layout by itself; CuPy writes every new array C-contiguous, so its product needs the ``out``."""
+    """``a * b`` laid out like ``like`` (CuPy writes every new array C-contiguous, so it needs the ``out``)."""
     xp = backend.get_array_module(a, b)
     return xp.multiply(a, b, out=new_array(a.shape, like, xp.result_type(a, b)))
 

@@ -1,20 +1,11 @@
 """Cross-entropy on the GPU: one kernel and a sum forward, one kernel backward, and no wait for the labels.
 
-The reference (``functions/loss.py``) checks the labels with ``int(labels.min())`` and ``int(labels.max())``:
-two device-to-host copies, so in every training step the host stops until the GPU has caught up, and its
-log-softmax, pick and one-hot subtraction take a launch per array operation. Here:
-
-- forward: one thread per sample computes its row's maximum, the log of the sum of exponentials and its
-  loss (``log_p[label]`` as the reference computes it), then one reduction sums the batch;
-- backward: one thread per logit writes ``(softmax - one_hot) * gy / n``, reading ``gy`` on the device;
-- a label outside ``[0, C)`` makes its sample's loss NaN on the device instead of stopping the host. The
-  error comes where the host reads a value anyway (PyTorch's device-side assert is the model): reading the
-  loss (``float``, ``.item()``, ``fit``'s progress) finds it not finite and asks the node why, and the node
-  names the label.
-
-Float16 logits (a ``.half()`` model) are read as float32 by both kernels, which compute, sum and keep the row
-statistics in float32 (as PyTorch's CUDA loss does); the loss and the gradient come out in float16. On NumPy the
-reference runs: its check costs no wait there.
+The reference (``functions/loss.py``) checks the labels with ``int(labels.min())`` and ``int(labels.max())``, so
+the host waits for the GPU in every step, and it takes a launch per array operation. Here one thread per sample
+computes its row's log-sum-exp and loss, one per logit writes ``(softmax - one_hot) * gy / n``, and a label
+outside ``[0, C)`` makes its loss NaN on the device: the error is raised where the host reads the loss anyway, as
+PyTorch's device-side assert does. Float16 logits are computed in float32, as PyTorch's CUDA loss does. NumPy
+runs the reference, whose check costs no wait there.
 """
 
 import numpy
@@ -49,14 +40,12 @@ g = ((i % C) == labels[n_i] ? p - 1 : p) * upstream;
 
 
 def accumulator_dtype(dtype):
-    """The type the kernels compute in: float32 for float16 logits (as PyTorch's CUDA loss accumulates), the
-    logits' own type otherwise."""
+    """The type the kernels compute in: float32 for float16 logits, the logits' own type otherwise."""
     return numpy.dtype(numpy.float32) if dtype == numpy.float16 else dtype
 
 
 class CrossEntropy(ReferenceCrossEntropy):
-    """The reference's ``CrossEntropy`` (and its name, as a graph's node shows it) with the kernels above (GPU
-    arrays, kernels available)."""
+    """The reference's ``CrossEntropy`` (and its name) with the kernels above, for GPU arrays."""
 
     def forward(self, logits, labels):
         self.check_shapes(logits, labels)
@@ -85,8 +74,8 @@ class CrossEntropy(ReferenceCrossEntropy):
         return g, None
 
     def explain_nonfinite(self):
-        """Raise the reference's ValueError when a label is outside ``[0, C)``: the loss's ``deferred_check``,
-        run when a value read from it is not finite (the read has waited for the device already)."""
+        """Raise the reference's ValueError for a label outside ``[0, C)``: run when a value read from the loss is
+        not finite (``deferred_check``)."""
         self.check_labels(backend.to_cpu(self.labels), self.logits.shape[1])
 
 

@@ -1,17 +1,12 @@
-"""Fast LSTM: the point-wise half as one fused CUDA kernel on the GPU, and the cell's weight
-gradients at batch size 1 as padded GEMMs (``matmul.py``).
+"""Fast LSTM cell: the point-wise half as one fused CUDA kernel each way, and batch-1 weight gradients as padded
+GEMMs (``matmul.py``).
 
-The plain point-wise half (``functions/lstm_pointwise.py``) is a dozen whole-array operations,
-each a pass over memory and, on the GPU, a kernel launch; at the sizes of an LSTM step (a few
-hundred thousand numbers) the launches, not the arithmetic, set the time. ``lstm_kernels.py`` does
-the same arithmetic in one ``ElementwiseKernel`` per direction, reading the four gates as strided
-views: the "fused point-wise operations" rung of J. Appleyard's "Optimizing Recurrent Neural Networks
-in cuDNN 5" (NVIDIA Developer Blog, 2016). On the CPU the fast path runs the plain path.
-
-On the GPU the cell (``LSTMCell`` here) also adds its recurrent product and biases inside the forward
-kernel, and makes both biases' gradients with one reduction (``bias_gradients``), where the plain cell
-adds each in a launch of its own and copies the shared bias gradient. ``python -m dlscratch.bench
-launches`` counts the launches of the cell's step (the ``nn.LSTMCell`` row).
+The plain point-wise half (``functions/lstm_pointwise.py``) is a dozen whole-array operations; on a GPU, at an LSTM
+step's sizes, their launches set the time. ``lstm_kernels.py`` does the same arithmetic in one ``ElementwiseKernel``,
+reading the four gates as strided views: the "fused point-wise operations" of J. Appleyard's "Optimizing Recurrent
+Neural Networks in cuDNN 5" (NVIDIA Developer Blog, 2016). On the GPU the cell also adds its recurrent product and
+biases inside that kernel. The CPU runs the plain path. ``python -m dlscratch.bench launches`` counts a cell step's
+launches (the ``nn.LSTMCell`` row).
 """
 
 from .. import backend
@@ -35,8 +30,8 @@ def use_kernel(fused, xp):
 
 
 def one_dtype(first, *others):
-    """True when every array among ``others`` (None and numbers left out) has ``first``'s dtype: what the fused
-    kernels take. Mixed dtypes (a float64 layer beside a float32 one) take the reference's promotions."""
+    """True when every array among ``others`` (None and numbers left out) has ``first``'s dtype, as the kernels
+    need; mixed dtypes take the reference's promotions."""
     return all(getattr(a, "dtype", first.dtype) == first.dtype for a in others if a is not None)
 
 
@@ -61,11 +56,9 @@ def lstm_pointwise_backward(gates, c_prev, c, tanh_c, gh, gc, peephole=None, gz_
 
 
 def bias_gradients(gz):
-    """``[gb_ih, gb_hh]``: both biases' gradient, ``gz: (R, 4H)`` summed over its rows, as two arrays ``(4H,)``.
+    """``[gb_ih, gb_hh]``: ``gz: (R, 4H)`` summed over its rows, as two arrays ``(4H,)`` that leaves adopt.
 
-    One array for both would be copied for each bias (a leaf keeps its gradient without a copy only when no other
-    input shares it). On the GPU one reduction over ``gz`` seen twice makes the two: one launch where the
-    reference's sum and copies take three. On NumPy, summing once and copying is faster than summing twice.
+    On the GPU one reduction over ``gz`` seen twice makes both in one launch; on NumPy the reference's sum and copy.
     """
     xp = backend.get_array_module(gz)
     if xp is backend.numpy:
@@ -75,9 +68,8 @@ def bias_gradients(gz):
 
 
 class LSTMCell(ReferenceLSTMCell):  # the reference's name, as a graph's node shows it
-    """The cell with outer products for its weight gradients at batch 1 and, on the GPU, one kernel for all that
-    follows its two products: the recurrent product, the biases and the peepholes are added inside the fused
-    kernel (the plain cell adds each in a launch of its own)."""
+    """The reference cell with outer products for its batch-1 weight gradients and, on the GPU, one kernel for all
+    that follows its two products."""
 
     weight_product = staticmethod(outer_or_matmul)
     bias_gradients = staticmethod(bias_gradients)

@@ -1,17 +1,12 @@
 """An LSTM step's point-wise half on the GPU: one fused CUDA kernel forward, one backward (CuPy only).
 
-The plain path (``lstm_pointwise.py``) makes a dozen passes over memory per step, each a kernel
-launch on a GPU; these kernels make one, as Chainer's ``lstm`` function does. Each thread owns one
-``(sample, unit)`` element: it reads that unit's four gate pre-activations (the ``(N, 4H)`` matrix
-is passed as four strided ``(N, H)`` views, PyTorch's gate order i, f, g, o) and the previous cell,
-and writes the activated gates back in place, the new cell, ``tanh`` of it and the hidden state.
-Peephole weights ``(H,)`` broadcast over the batch; without peepholes they are zeros. The forward comes
-in three versions, one template: the point-wise half alone (``forward_kernel``), and a cell's step and a
-layer's loop step, which add the step's recurrent product and the biases to the gates first (on the GPU
-each of those additions would be a launch of its own).
-
-Output parameters of an elementwise kernel are references to the array elements, so the body may
-read a gate's pre-activation before it overwrites it with the activation.
+The plain path (``lstm_pointwise.py``) makes a dozen passes over memory per step, each a launch; these kernels
+make one, as Chainer's ``lstm`` does. Each thread owns one ``(sample, unit)``: it reads the unit's four gate
+pre-activations (``(N, 4H)`` as four strided ``(N, H)`` views, PyTorch's order i, f, g, o) and the previous cell,
+and writes the activated gates back in place, the new cell, its ``tanh`` and the hidden state. Peepholes ``(H,)``
+broadcast over the batch. One template makes three forwards: the point-wise half alone, a cell's step and a
+layer's loop step, the last two adding the recurrent product and the biases first. A kernel's outputs are
+references to the array elements, so the body reads a gate's pre-activation before overwriting it.
 """
 
 import numpy
@@ -149,8 +144,7 @@ def backward_recurrent_kernel(gates, c_prev, tanh_c, gh, gy, gc, gz, gc_prev):
     kernel(*_gates(gates), c_prev, tanh_c, gh, gy, gc, *_gates(gz), gc_prev)
 
 
-# The NumPy twin of the cell's kernel, the same arithmetic in the same order: the strict CuPy stand-in runs a large
-# launch's C body on a sample of its threads and checks it against the twin, which computes the rest.
+# The NumPy twin of the cell's kernel, the same arithmetic in the same order (``strict_cupy/kernels.py`` checks it).
 def _tanh(x):
     """``tanh`` of a ``T`` as the stand-in runs the C's ``tanh``: in float for float, else in double (so that a
     float16 result rounds as the C's does), before the result is stored as a ``T``."""

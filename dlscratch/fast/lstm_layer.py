@@ -1,36 +1,19 @@
-"""An LSTM layer's time loop on the GPU, with no copies and no memsets in it: two launches per step each way.
+"""An LSTM layer's time loop on the GPU with no copies or memsets in it: two launches per step each way.
 
-The reference loop (``functions/lstm_layer.py``) keeps a running state and copies it into the saved arrays at
-every step, and adds the recurrent product into the gates in a pass of its own: on a GPU each of those is a
-launch, and a small step takes as long as its launches.
+On a GPU a small step takes as long as its launches, and the reference loop (``functions/lstm_layer.py``) spends
+some on copying its running state into the saved arrays and on adding the recurrent product to the gates. Here,
+for sequences of one length (``batch_sizes = [N] * T``):
 
-Here, for a batch whose sequences all have the same length (``batch_sizes = [N] * T``):
+- the hidden states are one ``(T + 1) * N``-row array with ``h0`` at one end: each step reads its previous state
+  as a view and writes its output in place, so ``y``, the saved states and the final state are views of it
+  (the cell states likewise);
+- the recurrent product ``h @ W_hh.T`` goes into a kept buffer and is added, with the biases, inside the point-wise
+  kernel (``lstm_kernels.forward_recurrent_kernel``);
+- backward, the kernel adds the output's gradient to the state's and writes ``gc`` in place, and each step
+  multiplies by ``[W_hh | W_ih]`` to get ``[gh | gx]`` in one wide GEMM when the input needs a gradient.
 
-- the hidden states live in one array ``(T + 1) * N`` rows long, ``h0`` at one end: step ``t`` reads its
-  previous state as a view of the rows before (after, in reverse) its own and writes its output in place,
-  so the outputs ``y``, the saved previous states and the final state are views of one array; the cell
-  states likewise;
-- the step's recurrent product goes into a kept buffer (``matmul(..., out=)``, with ``W_hh`` transposed
-  by cuBLAS rather than copied) and is added to the input projection inside the point-wise kernel
-  (``lstm_kernels.forward_recurrent_kernel``), with the biases. It is ``h @ W_hh.T``, a wide ``N x 4H``
-  output, where the reference's ``W_hh @ h.T`` is tall and thin, a shape cuBLAS may run as two kernels
-  (``ledger.gemm_kernel_names`` models which);
-- the backward kernel adds the output's gradient to the state's itself, and writes ``gc`` in place. The
-  first step backward reads the final state's gradients where they are (or the number 0 where the final
-  state got none), so the running gradients need neither zeros nor copies;
-- the step's product backward, ``gz @ W_hh``, has few outputs (``N x H``) over a long inner size (``4H``),
-  which cuBLAS splits into partial products and a ``splitKreduce`` kernel. Where the input's gradient is
-  wanted, the step multiplies by ``[W_hh | W_ih]`` instead (joined once per backward) and gets ``[gh | gx]``,
-  a wider product that runs as one kernel; the input's gradient then needs no GEMM after the loop. Without
-  it, the step keeps ``gz @ W_hh``.
-
-A step is then one GEMM and one kernel forward, one kernel and one GEMM backward (and a split-K reduce where
-the input needs no gradient), as the ledger's model of cuBLAS counts them; cuBLAS picks its algorithms per
-GPU, so a real one may run a kernel more or fewer. ``python -m dlscratch.bench launches`` counts a layer's
-forward and backward beside cuDNN's (the ``nn.LSTM`` row).
-
-Packed sequences of different lengths, and the CPU (where the reference's product order suits BLAS better),
-take the reference loop.
+Packed sequences of different lengths, and the CPU, take the reference loop. ``python -m dlscratch.bench launches``
+counts the layer's launches beside cuDNN's (the ``nn.LSTM`` row).
 """
 
 from .. import backend
@@ -43,8 +26,7 @@ from .lstm import bias_gradients, one_dtype
 
 
 class LSTMLayer(ReferenceLSTMLayer):
-    """The reference's ``LSTMLayer`` (and its name, as a graph's node shows it) for equal lengths on the GPU: the
-    same inputs, outputs and saved arrays."""
+    """The reference's ``LSTMLayer`` (same name, inputs, outputs and saved arrays), looped as above."""
 
     bias_gradients = staticmethod(bias_gradients)  # one reduction for both biases on the GPU (fast/lstm.py)
 
@@ -81,8 +63,7 @@ class LSTMLayer(ReferenceLSTMLayer):
             return super().backward(gy, gh_n, gc_n)
         x, W_ih, W_hh, gates, h_prev_all, c_prev_all, c_all, tanh_c_all = self.saved
         xp = backend.get_array_module(x)
-        # a gradient of another dtype (a float64 head after a float32 layer) in the layer's, which the kernels take;
-        # the reference's promoted products round to the same float32 gradients within a few units in the last place
+        # the kernels take the layer's dtype (a float64 head may follow a float32 layer)
         gy, gh_n, gc_n = (None if g is None else g.astype(x.dtype, copy=False) for g in (gy, gh_n, gc_n))
         R, N, H = x.shape[0], self.batch_sizes[0], W_hh.shape[1]
         need_x = self.needs_input_grad[0]

@@ -1,14 +1,8 @@
 """Fast matrix products: an outer product (a weight gradient at batch size 1) as a padded GEMM.
 
-At batch size 1 the weight gradient ``gy.T @ x`` is a column times a row. NumPy's matmul skips
-BLAS for an inner dimension of 1 and runs a plain loop, slower than a broadcast multiply. The
-broadcast multiply in turn pays a fixed cost for each output row, which dominates when rows are
-short. So for many short rows (``tuning.PADDED_GEMM_*``) the product goes to BLAS as a GEMM with
-inner dimension 2, the second column and row zero: the same numbers (``x * y + 0 * 0``), written
-by BLAS on every core. ``MatMul``, ``Linear`` and ``LSTMCell`` (``fast/lstm.py``) use it for their
-weight gradients; ``python -m dlscratch.bench mlp`` times a step at batch 1 on both paths.
-
-Every product here goes through the reference's ``gemm`` (``functions/products.py``), float16's rule included.
+NumPy's matmul skips BLAS for an inner dimension of 1, and a broadcast multiply pays a fixed cost per output row.
+So for many short rows (``tuning.PADDED_GEMM_*``) the product goes to BLAS with inner dimension 2, the new column
+and row zero: the same numbers, on every core. ``python -m dlscratch.bench mlp`` times a batch-1 step on both paths.
 """
 
 from ..backend import get_array_module, is_gpu_array
@@ -42,7 +36,7 @@ def _pad_inner(v, axis):
     return padded
 
 
-# The reference's names: a graph's nodes name the operation, whichever path computed it (repr(y.grad_fn))
+# the reference's names: a graph's nodes name the operation, not the path
 class MatMul(ReferenceMatMul):
     weight_product = staticmethod(outer_or_matmul)
 

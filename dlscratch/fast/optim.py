@@ -1,34 +1,16 @@
 """Fast optimizer updates: the rules of ``optim/``, computed in place, in blocks that fit in a cache.
 
-Written as its formula, an update makes a new array for every operation: ``beta1 * m + (1 - beta1) * g``
-allocates three parameter-sized arrays, fills each in one pass over memory and frees them again. Here each
-intermediate result goes into a kept work array with ``out=`` (``xp.multiply(g, 1 - beta1, out=tmp)``), and
-the state and the parameter change in place (``m *= beta1; m += tmp``), as PyTorch's do: nothing is allocated
-after the first step.
+Written as its formula, an update allocates an array per operation and makes a pass over memory for each. Here
+every intermediate goes into a kept work array with ``out=`` and the state and the parameter change in place
+(``m *= beta1; m += tmp``), as PyTorch's do: in place moves fewer bytes than writing into another array, and
+nothing is allocated after the first step. The rule runs on ``BLOCK_BYTES`` of rows at a time (``in_blocks``), so
+a block's arrays stay in cache from its first operation to its last.
 
-In place, because writing into another array costs more: a cache line is read from memory before it is
-written, so ``xp.multiply(m, beta1, out=m_new)`` moves half as many bytes again as ``m *= beta1``.
-
-In blocks (``in_blocks``), because a large parameter does not fit in a core's cache, and each of the rule's
-operations over whole arrays would read them from memory again. The rule runs on ``BLOCK_BYTES`` of rows at a
-time instead, so the arrays of a block stay in cache from its first operation to its last. The work arrays
-are one block in size, kept per optimizer and parameter shape.
-
-A step writes nothing until every parameter's update is prepared (``optim/optimizer.py``), so an update here
-only prepares: it makes the state of a first step, takes its work arrays and sets ``p.apply``, which computes
-and writes the update once the step writes. Floating-point errors in that arithmetic are held back with the
-signals.
-
-On a GPU (``backend.has_kernels()``, the strict stand-in included) each rule is one fused CUDA kernel per
-parameter (``optim_kernels.py``), in place on the parameter's own arrays. One launch for all the parameters,
-as PyTorch's fused optimizers make, would need a raw kernel that the stand-in cannot run, or the parameters
-moved into one buffer, which would change what a user's references to them see.
-
-When NumPy is told to raise on floating-point errors (``numpy.seterr``), a CPU step runs the reference rule,
-which computes every update before writing any: an update computed in place cannot be undone once its
-arithmetic overflows, and a step that raises must leave nothing behind.
-
-``python -m dlscratch.bench mlp`` times an SGD-with-momentum step beside PyTorch's (its phase table).
+A step writes nothing until every update is prepared (``optim/optimizer.py``): an update here makes the first
+step's state, takes its work arrays and sets ``p.apply``, which writes when the step does. On a GPU each rule is
+one fused kernel per parameter (``optim_kernels.py``). When NumPy raises on floating-point errors
+(``numpy.seterr``), a CPU step runs the reference rule, because an update computed in place cannot be undone.
+``python -m dlscratch.bench mlp`` times an SGD-with-momentum step beside PyTorch's.
 """
 
 import functools
@@ -48,10 +30,9 @@ _work_arrays = weakref.WeakKeyDictionary()  # optimizer -> {key: work arrays}
 
 
 def in_blocks(optimizer, rule, arrays, n_work, *args):
-    """The write of one parameter's update (``p.apply``): ``rule(*pieces, *work, *args)`` on each block of
-    rows, ``pieces`` the same rows of every array of ``arrays`` (shaped like the parameter, which comes
-    first) and ``work`` ``n_work`` work arrays of a block's shape, kept for ``optimizer`` (taken now, before
-    the step writes; their values last only until the next block's update)."""
+    """The write of one parameter's update (``p.apply``): ``rule(*pieces, *work, *args)`` on each block of rows
+    of ``arrays`` (the parameter first, then arrays shaped like it), with ``n_work`` work arrays of a block's
+    shape kept for ``optimizer``."""
     p = arrays[0]
     plans = _work_arrays.setdefault(optimizer, {})
     key = (p.shape, p.dtype, type(p), n_work)

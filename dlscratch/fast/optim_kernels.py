@@ -1,26 +1,14 @@
 """Optimizer updates on the GPU: one fused CUDA kernel per parameter (CuPy only).
 
-Written with ``out=`` (``optim.py``), Adam's update is still about a dozen array operations per
-parameter, and on a GPU each is a kernel launch, which costs the host more than the arithmetic costs the
-device at these sizes: unfused, the optimizer would make most of a small CNN's launches
-(``python -m dlscratch.bench launches`` counts the Qiita CNN's Adam step). Here each rule is one
-``ElementwiseKernel``: every thread reads one element of the gradient, the parameter and the state, and
-writes that element of the state and of the parameter in place, in the parameter's own arrays.
+Even written with ``out=`` (``optim.py``), Adam is a dozen array operations per parameter, and on a GPU each is a
+launch that costs the host more than its arithmetic costs the device. Here each rule is one ``ElementwiseKernel``
+that updates the state and the parameter in place, in the parameter's own arrays. ``python -m dlscratch.bench
+launches`` counts the Qiita CNN's Adam step.
 
-A step still writes nothing until every parameter's update is ready (``optim/optimizer.py``): the
-launches are prepared first and made together, with signals deferred.
-
-The arithmetic is the NumPy fast path's, operation for operation, in float32: the hyperparameters
-arrive as float32 scalars, as NumPy turns a Python float into the array's type, and the kernels are
-compiled with ``--fmad=false``, so that CUDA does not merge a multiplication and an addition into one
-fused multiply-add, rounded once where NumPy rounds twice. Both paths give the same bits (sqrt and
-division are correctly rounded in both). ``first`` marks the parameters' first step, when the state
-holds nothing yet and is not read.
-
-Every kernel also reads ``halt``, a two-element float64 array on the device: while ``halt[0]`` is not 0 it
-writes nothing. ``fit`` (``training/device_steps.py``) checks the loss and the gradients on the device and
-sets ``halt`` there, so that a step with a NaN or an infinity leaves the weights and the state as they were
-without the host waiting for the check; outside ``fit`` the kernels read an array of zeros (``optim/halt.py``).
+The arithmetic is the NumPy fast path's, operation for operation, in float32, compiled with ``--fmad=false`` (a
+fused multiply-add rounds once where NumPy rounds twice), so both paths give the same bits. Every kernel also reads
+``halt``, a device array that ``fit`` (``training/device_steps.py``) sets when the loss or a gradient is not
+finite: while ``halt[0]`` is not 0 the kernel writes nothing, and the host never waits for the check.
 """
 
 import functools
@@ -148,8 +136,7 @@ def adadelta(g, p, v, u, lr, rho, eps, weight_decay, first):
     kernel(_halt_flag(p), g, float(weight_decay), rho, 1 - rho, eps, math.sqrt(eps), float(lr), int(first), v, u, p)
 
 
-# The NumPy twins of the kernels, the same arithmetic in the same order: the strict CuPy stand-in runs a large
-# launch's C body on a sample of its threads and checks it against the twin, which computes the rest.
+# The NumPy twins of the kernels, the same arithmetic in the same order (``strict_cupy/kernels.py`` checks them).
 def _decayed(g, p, weight_decay):
     return g + p * weight_decay if weight_decay != 0 else g
 

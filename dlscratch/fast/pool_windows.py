@@ -1,9 +1,6 @@
 """Pooling's windows as strided views, and the separable running maximum (``pooling.py``).
 
-Kernel offset ``(i, j)`` of every window at once is one strided view of the padded input, ``(N, C, Ho, Wo)``; the
-maximum over a window's rows, then over its columns, keeps the offset of each stage's winner. ``pooling.py``
-builds max and average pooling on these; the strict CuPy stand-in checks the max-pool kernels of
-``pooling_kernels.py`` against them.
+They are also the NumPy twins against which the strict CuPy stand-in checks ``pooling_kernels.py``.
 """
 
 from .. import backend
@@ -44,9 +41,8 @@ def window_views(padded, g):
 
 
 def first_real(g, axis, xp):
-    """Per offset along ``axis`` (rows: 2, columns: 3), the windows whose first element on the input,
-    not on its padding, is at that offset: ``(Ho, 1)`` or ``(Wo,)`` bools, None where there are none.
-    Only windows at the top (left) edge start in the padding; elsewhere offset 0 is already real."""
+    """Per offset along ``axis`` (rows: 2, columns: 3), the windows whose first real (not padding) element is
+    at that offset: ``(Ho, 1)`` or ``(Wo,)`` bools, None where there are none."""
     count, stride, padding, out = (g.kh, g.sh, g.ph, g.Ho) if axis == 2 else (g.kw, g.sw, g.pw, g.Wo)
     first = xp.maximum(padding - xp.arange(out) * stride, 0)  # offset of each window's first real element
     masks = [None] + [(first == k).reshape((out, 1) if axis == 2 else out) for k in range(1, count)]
@@ -56,9 +52,8 @@ def first_real(g, axis, xp):
 def running_max(views, first=None):
     """The elementwise maximum of ``views`` and the index of the first view holding it (uint8 up to 256).
 
-    A NaN beats everything (the last NaN wins, as in PyTorch), at the price of one ``isnan`` per view.
-    ``first[k]`` marks where view ``k`` beats the views before it whatever their values: those are the
-    padding before a window's first real element.
+    A NaN beats everything (the last NaN wins, as in PyTorch). ``first[k]`` marks where view ``k`` beats the
+    views before it whatever their values, because those are padding.
     """
     xp = backend.get_array_module(views[0])
     kind = xp.uint8 if len(views) <= 256 else xp.int32

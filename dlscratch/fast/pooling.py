@@ -1,43 +1,23 @@
 """Fast max and average pooling: the separable maximum, layout kept, and lesson 05's backward variants.
 
-Kernel offset ``(i, j)`` of every window at once is one strided view of the padded input,
-``(N, C, Ho, Wo)``; pooling combines the ``kh*kw`` views elementwise (two ``maximum`` calls
-on four views for 2x2 pooling), with no im2col copy. Output sizes are PyTorch's with
-``ceil_mode=False``: ``Ho = (H + 2*ph - kh) // sh + 1``. Max pooling pads with minus infinity,
-and the first real element of each window beats the padding even when it is minus infinity itself,
-so padding never wins; average pooling pads with zeros and divides by ``kh*kw`` (PyTorch's
-``count_include_pad=True``). NaN propagates, as in PyTorch: each stage lets a NaN win, the last
-one it meets, so a window holding a NaN has the maximum NaN and sends its gradient to a NaN.
+Offset ``(i, j)`` of every window is one strided view ``(N, C, Ho, Wo)`` of the padded input, and pooling
+combines the ``kh*kw`` views elementwise, with no im2col copy. Output sizes are PyTorch's (``ceil_mode=False``).
+Max pooling pads with minus infinity, which never wins; a NaN in a window wins, as in PyTorch. Average pooling
+counts the zero padding (``count_include_pad=True``).
 
-Max-pool backward variants (``max_pool2d(..., backward=...)``), one function each below:
+Max-pool backward variants (``max_pool2d(..., backward=...)``):
 
-- ``"offsets"`` (the default on every backend; fastest on the CPU): the maximum is separable,
-  over each window's rows, then over its columns (see ``MaxPool2d``), and forward keeps the
-  offset of each stage's winner (1 byte each). Backward retraces the two stages: ``gy`` goes to
-  the view of the winning column, then to the view of the winning row. No scatter, no atomics.
-  On a GPU the same rule runs as one kernel forward and one backward (``pooling_kernels.py``).
-- ``"mask"`` (the Qiita article's fix): forward keeps a 0/1 mask per offset, ``view == max``; backward
-  multiplies. **Ties**: every maximal element of a window keeps a 1, so each receives the full
-  gradient (a window of four equal numbers passes on four times ``gy``). PyTorch and the other
-  variants give it to one maximal element only.
-- ``"argmax_scatter"`` (the Qiita article's slow original): forward keeps flat argmax indices into the
-  padded input; backward assigns ``gx.flat[index] = gy`` by fancy indexing. Assignment drops all
-  but one contribution when windows overlap, so it is only allowed for ``stride >= kernel_size``.
-- ``"scatter_add"``: the same indices, accumulated with the shim's ``scatter_add`` (correct for
-  overlapping windows).
+- ``"offsets"`` (default): forward keeps the 1-byte offset of each stage's winner (see ``MaxPool2d``) and
+  backward retraces the two stages; no scatter, no atomics. On a GPU, one kernel each way
+  (``pooling_kernels.py``).
+- ``"mask"`` (the Qiita article's fix): a 0/1 mask per offset, ``view == max``; every tied maximum gets ``gy``.
+- ``"argmax_scatter"`` (the Qiita article's slow original): ``gx.flat[index] = gy``; assignment loses
+  contributions where windows overlap, so it needs ``stride >= kernel_size``.
+- ``"scatter_add"``: the same indices, accumulated with ``backend.scatter_add``.
 
-With ties, all but "mask" pass the gradient to exactly one maximal element: forward takes the
-maximum over each window's rows first, then over columns, keeping the first winner each time, so
-the leftmost column holding the maximum wins and, within it, the topmost element (PyTorch scans
-row by row instead, so on ties the element can differ from PyTorch's; the values never do).
-The reference (``functions/pooling.py``) scans the offsets column by column with the same rule,
-so both paths send a tied window's gradient to the same element.
-
-Against the reference, which pads a copy, keeps a 4-byte winner per output and adds ``gy * (winner == k)``
-once per offset into a zeroed gradient: here the first stage runs on contiguous rows, the offsets take 1 byte,
-the layout is kept (no transposing copy of a batch-last input), and windows that tile the input write the
-gradient once, without zeroing it first. ``python -m dlscratch.bench pool`` times both paths and every backward
-variant.
+With ties, all but ``"mask"`` send the gradient to one element, the topmost in the leftmost winning column, the
+element the reference picks too (PyTorch's may differ; the values never do). ``python -m dlscratch.bench pool``
+times both paths and every variant.
 """
 
 from .. import backend
@@ -59,10 +39,8 @@ def _tiles(g, axis):
 
 
 def fold_axis(parts, shape, like, g, axis):
-    """An array of ``shape`` with ``parts[i]`` added onto its ``i``-th view along ``axis``.
-
-    When the windows tile that axis each number gets exactly one part, written without zeroing.
-    """
+    """An array of ``shape`` with ``parts[i]`` added onto its ``i``-th view along ``axis`` (written without
+    zeroing when the windows tile the axis)."""
     tiles = _tiles(g, axis)
     out = None
     for k, part in enumerate(parts):
@@ -92,11 +70,8 @@ def fold(parts, like, g):
 
 
 def route_axis(grad, offset, shape, like, g, axis):
-    """An array of ``shape`` whose ``k``-th view along ``axis`` holds ``grad`` where ``offset == k``, else 0.
-
-    The backward of one stage of the separable maximum. When the windows tile the axis, each
-    view is written once by a multiply straight into it (no zeroing, no temporary).
-    """
+    """An array of ``shape`` whose ``k``-th view along ``axis`` holds ``grad`` where ``offset == k``, else 0:
+    the backward of one stage of the separable maximum."""
     xp = backend.get_array_module(grad)
     tiles = _tiles(g, axis)
     out = new_array(shape, like, grad.dtype, None if tiles else 0)
@@ -114,8 +89,7 @@ def winning_row(row_offset, col_offset, g):
 
 
 def flat_index(row, col, g):
-    """Flat index into a C-ordered padded input ``(N, C, Hp, Wp)`` of the element at offset
-    ``(row, col)`` of each window."""
+    """Flat index into a C-ordered ``(N, C, Hp, Wp)`` of the element at offset ``(row, col)`` of each window."""
     xp = backend.get_array_module(row)
     Hp, Wp = g.H + 2 * g.ph, g.W + 2 * g.pw
     top = xp.arange(g.N * g.C).reshape(g.N, g.C, 1, 1) * Hp + xp.arange(g.Ho).reshape(-1, 1) * g.sh
@@ -154,9 +128,8 @@ DEFAULT_MAX_POOL_BACKWARD = "offsets"
 class MaxPool2d(Function):
     """x: (N, C, H, W) -> (N, C, Ho, Wo), the maximum of each window; ``how``: a backward variant.
 
-    The maximum is separable: first over each window's rows (``rows: (N, C, Ho, Wp)``), then over
-    its columns. The first stage runs on whole padded rows, contiguous in memory, and halves
-    the data before the strided second stage; each stage keeps the offset of its winner.
+    The maximum is taken over each window's rows (``rows: (N, C, Ho, Wp)``, contiguous), then over its columns;
+    each stage keeps the offset of its winner.
     """
 
     saves_inputs = False  # backward does not read the inputs' values
@@ -233,9 +206,8 @@ class AvgPool2d(Function):
 def max_pool2d(x, kernel_size, stride=None, padding=0, backward=None):
     """Max pooling of ``x: (N, C, H, W)`` -> ``(N, C, Ho, Wo)``; padding is minus infinity.
 
-    ``kernel_size``, ``stride`` (default: ``kernel_size``) and ``padding`` are ints or
-    ``(height, width)`` pairs. ``backward`` picks a variant from ``MAX_POOL_BACKWARDS`` (see the
-    module docstring); None means ``DEFAULT_MAX_POOL_BACKWARD``.
+    ``kernel_size``, ``stride`` (default: ``kernel_size``) and ``padding``: ints or ``(height, width)`` pairs;
+    ``backward``: one of ``MAX_POOL_BACKWARDS`` (None: ``DEFAULT_MAX_POOL_BACKWARD``).
     """
     g = _geometry(x, kernel_size, stride, padding, "max_pool2d")
     how = DEFAULT_MAX_POOL_BACKWARD if backward is None else backward

@@ -92,8 +92,7 @@ def runs_on_kernels(x):
     return backend.is_gpu_array(x) and backend.has_kernels()
 
 
-# The NumPy twins (the array path's arithmetic): the strict CuPy stand-in runs a large launch's C body on a sample
-# of its threads and checks them against the twin, which computes the rest (``strict_cupy/kernels.py``).
+# The NumPy twins, the array path's arithmetic (``strict_cupy/kernels.py`` checks the kernels against them).
 def _geometry_of(x_shape, sizes):
     from ..functions.pooling import geometry
 

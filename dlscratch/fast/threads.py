@@ -1,16 +1,9 @@
-"""Large copies split over the CPU's cores.
+"""Large copies split over the CPU's cores in Python threads.
 
-NumPy runs each copy and each elementwise operation on one core, while its matrix products
-(BLAS) use them all. NumPy lets go of Python's global lock while it copies, so Python threads
-can each copy one part of an array at the same time: im2col's column matrix and the batch-last
-copies of large activations fill faster. Small arrays stay on one thread
-(``tuning.MIN_THREADED_NUMBERS``): handing work to another costs tens of microseconds. CuPy arrays
-never come here: the GPU is parallel already.
-
-Forking a process that runs threads can deadlock the child (a lock held by a thread that does not
-exist there; Python 3.12+ warns about it). So the threads stop before every ``os.fork()`` (a
-``DataLoader`` worker, ``multiprocessing`` with the fork method) and start again at the next large copy,
-in the parent and in the child alike: a fork always sees a process without copy threads.
+NumPy copies on one core but releases the global lock while it copies, so threads can each fill one part of
+im2col's column matrix or a batch-last copy. Small copies stay on one thread (``tuning.MIN_THREADED_NUMBERS``);
+CuPy arrays never come here. The threads stop before every ``os.fork()``, because forking a process that runs
+threads can deadlock the child; the next large copy starts them again.
 """
 
 import os
@@ -32,8 +25,7 @@ def cores():
 def in_parts(fn, length, numbers):
     """Call ``fn(start, stop)`` on consecutive parts of ``range(length)``, one per core, in threads.
 
-    ``numbers`` is the size of the whole job; below ``tuning.MIN_THREADED_NUMBERS``, or with one core, it is a
-    single call ``fn(0, length)``. The parts must write to disjoint memory. Exceptions propagate.
+    A job of fewer than ``tuning.MIN_THREADED_NUMBERS`` numbers is one call. The parts must write disjoint memory.
     """
     global _pool
     parts = min(cores(), length)
