@@ -103,7 +103,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=numpy.int64, r
 def _check_randint(low, high, size, dtype):
     """Refuse what ``randint`` cannot draw: non-integer bounds or size, an empty range, a range beyond ``dtype``."""
     for name, bound in (("low", low), ("high", high)):
-        if isinstance(bound, bool) or not isinstance(bound, (int, numpy.integer)):
+        if not _is_integer(bound):
             raise TypeError(f"randint: {name} must be an integer, got {type(bound).__name__} {bound!r}")
     if size is None:
         raise TypeError(f"randint: no size: call randint(high, size) or randint(low, high, size), with size a tuple "
