@@ -12,29 +12,10 @@ as ``torch.nn`` is after ``import torch``; so are PyTorch's paths to them (``nn.
 and its names for dtypes and devices (``dlscratch.float``, ``dlscratch.device("cuda")``, ``dlscratch.cuda``).
 """
 
-from . import backend, functional, memory, training
+import importlib
+
+from . import backend, functional, training
 from .checkpoint import load, save
-from .creation import (
-    arange,
-    as_tensor,
-    eye,
-    from_numpy,
-    full,
-    generator,
-    linspace,
-    manual_seed,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randint,
-    randn,
-    randn_like,
-    randperm,
-    tensor,
-    zeros,
-    zeros_like,
-)
 from .device import device, get_default_device, set_default_device
 from .dtype_names import (  # noqa: A004  (PyTorch's names: dlscratch.float, dlscratch.long, ...)
     bool,  # noqa: F401  (not in __all__, below)
@@ -57,12 +38,33 @@ from .dtype_names import (  # noqa: A004  (PyTorch's names: dlscratch.float, dls
     short,
     uint8,
 )
-from .function import Function
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .engine.creation import (
+    arange,
+    as_tensor,
+    eye,
+    from_numpy,
+    full,
+    generator,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .engine.function import Function
+from .engine.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .engine.tensor import Tensor
 from .gradcheck import GradcheckError, GradcheckReport, gradcheck
 from .random import Generator
 from .sampling import multinomial
-from .tensor import Tensor
 from .tensor_ops import (  # torch.sin, torch.matmul, ...: PyTorch's top-level functions
     abs,  # noqa: A004,F401  (abs, all, any, max, min and sum: not in __all__, below)
     add,
@@ -100,16 +102,20 @@ __version__ = "0.1.0"
 # last, as in torch/__init__.py: data's modules import creation, which must find tensor loaded above
 from . import (  # noqa: E402
     accelerator,
-    amp,  # noqa: F401  (registers autocast's casting lists; see entry_points.py)
+    amp,  # noqa: F401  (registers autocast's casting lists; see engine/wrappable.py)
     backends,
     cuda,
     data,
-    fast,  # noqa: E402,F401  (registers the fast path's implementations; see paths.py)
     nn,
     optim,
     utils,
 )
-from .paths import fast_path_enabled, reference  # noqa: E402
+from .engine.switch import fast_path_enabled, reference  # noqa: E402
+
+for _name in ("bias_relu", "conv", "dropout", "elementwise", "im2col", "loss", "lstm", "lstm_layer", "matmul",
+              "optim", "pooling"):
+    importlib.import_module(f"dlscratch.fast.{_name}")  # importing registers its fast versions (engine/switch.py)
+del _name
 
 # float, int, bool, abs, all, any, max, min and sum are attributes, as in PyTorch, but not in __all__: a star
 # import must not hide the builtins
@@ -119,7 +125,7 @@ __all__ = [
     "enable_grad", "exp", "eye", "fast_path_enabled", "flatten", "float16", "float32", "float64", "from_numpy", "full",
     "Function", "functional", "Generator", "generator", "get_default_device", "gradcheck", "GradcheckError",
     "GradcheckReport", "half", "int16", "int32", "int64", "int8", "is_grad_enabled", "linspace", "load", "log", "log10",
-    "long", "manual_seed", "matmul", "mean", "memory", "mul", "multinomial", "nn", "no_grad", "numel", "ones",
+    "long", "manual_seed", "matmul", "mean", "mul", "multinomial", "nn", "no_grad", "numel", "ones",
     "ones_like", "optim", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference", "save",
     "set_default_device", "set_grad_enabled", "short", "sigmoid", "sin", "sqrt", "stack", "sub", "tan", "tanh",
     "Tensor", "tensor", "training", "uint8", "utils", "zeros", "zeros_like",

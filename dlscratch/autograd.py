@@ -1,10 +1,12 @@
 """Backpropagation, as the library runs it, and PyTorch's ``torch.autograd`` names.
 
 ``propagate`` picks the walk: on the reference path the core's (``core/backprop.py``), which calls each function's
-``Function.run_backward`` with its layers; on the fast path the same walk in one frame (``one_frame.backward``).
-Where a leaf has post-accumulate-grad hooks, they run once its gradient is whole (``layers/leaf_hooks.py``); once
+``Function.run_backward`` with its extensions; on the fast path the same walk in one frame (``graph.walk``).
+Where a leaf has post-accumulate-grad hooks, they run once its gradient is whole
+(``engine/extensions/leaf_hooks.py``); once
 some ``.data`` was given another shape, a leaf's ``.grad`` of the wrong shape is refused before the walk
-(``layers/errors.py``). Then it runs the callbacks that hooks queued during the walk (``layers/callbacks.py``).
+(``engine/extensions/errors.py``). Then it runs the callbacks that hooks queued during the walk
+(``engine/extensions/callbacks.py``).
 
 ``Tensor.backward`` checks its gradient and calls ``propagate``; ``backward`` here is PyTorch's
 ``torch.autograd.backward``, which calls ``Tensor.backward``. ``Function`` is PyTorch's ``torch.autograd.Function``
@@ -13,14 +15,14 @@ some ``.data`` was given another shape, a leaf's ``.grad`` of the wrong shape is
 
 import functools
 
-from . import one_frame
 from .autograd_function import Function, FunctionCtx
 from .core import backprop
 from .core.backprop import reachable_functions
-from .layers import callbacks, errors, leaf_hooks
-from .layers.callbacks import queue_callback
-from .paths import _state as _path
-from .tensor import Tensor
+from .engine.extensions import callbacks, errors, leaf_hooks
+from .engine.extensions.callbacks import queue_callback
+from .engine.switch import _state as _path
+from .engine.tensor import Tensor
+from .fast import graph
 
 __all__ = ["Function", "FunctionCtx", "backward", "propagate", "queue_callback", "reachable_functions"]
 
@@ -47,7 +49,7 @@ def propagate(output, grad, inputs=None):
     ``.grad`` of the leaves (of ``inputs`` only, when given), then call what hooks queued with ``queue_callback``."""
     if errors.reshaped_data[0]:
         errors.check_leaf_grads(output, reachable_functions)
-    walk = one_frame.backward if _path.fast else backprop.backward
+    walk = graph.walk if _path.fast else backprop.walk
     if leaf_hooks.registered[0]:
         walk = functools.partial(leaf_hooks.walk_calling_hooks_once, walk)
     if inputs is not None:

@@ -1,4 +1,4 @@
-"""PyTorch's ``torch.autograd.Function``, as an adapter on the library's ``Function`` (``dlscratch/function.py``).
+"""PyTorch's ``torch.autograd.Function``, as an adapter on the library's ``Function`` (``engine/function.py``).
 
 The library's own protocol is the lessons': an instance per call, ``forward`` and ``backward`` on arrays,
 ``Square()(x)``. PyTorch's, which its tutorials use, is a class of static methods on tensors, called through
@@ -29,11 +29,11 @@ import weakref
 
 from . import backend
 from .core.function import clock
-from .function import Function as GraphFunction
-from .functions.broadcast import sum_to
-from .grad_mode import no_grad
-from .layers.versions import counter_of
-from .tensor import Tensor
+from .engine.extensions.versions import counter_of
+from .engine.function import Function as GraphFunction
+from .engine.grad_mode import no_grad
+from .engine.tensor import Tensor
+from .operations.broadcast import sum_to
 
 __all__ = ["Function", "FunctionCtx"]
 

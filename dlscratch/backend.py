@@ -11,7 +11,7 @@ path runs on the CPU (NumPy) and on an NVIDIA GPU (CuPy). It is the only module 
     backend.synchronize()          # wait for queued GPU work (a no-op on NumPy)
 
 With ``DLSCRATCH_STRICT_GPU=1`` (or after ``use_strict_stand_in()``) a strict stand-in for CuPy
-(``strict_cupy/``: NumPy underneath, refusing to mix with NumPy arrays as CuPy does) plays the GPU,
+(``bench/strict_cupy/``: NumPy underneath, refusing to mix with NumPy arrays as CuPy does) plays the GPU,
 so that "runs on the GPU too" is tested on a machine without one.
 
 The environment variable ``DLSCRATCH_DEVICE`` (``cpu``, ``gpu`` or ``auto``, or any other name
@@ -55,16 +55,16 @@ def _import_cupy():
 
 
 def use_strict_stand_in():
-    """Let the strict CuPy stand-in (``strict_cupy/``) play the GPU from now on; return it.
+    """Let the strict CuPy stand-in (``bench/strict_cupy/``) play the GPU from now on; return it.
 
     ``use("gpu")``, ``to_gpu`` and the tests' "cupy" runs then use it. It computes with NumPy on the
     CPU but refuses NumPy arrays where CuPy would, so mixing host and device arrays fails loudly.
     """
     global cupy, cupyx, _gpu_status
-    from . import strict_cupy
-    from .strict_cupy import nvrtc
+    from .bench import strict_cupy
+    from .bench.strict_cupy import nvrtc
 
-    def real_cupy_for_compiling():  # CuPy's kernel-source writer and NVRTC, for strict_cupy/nvrtc.py; no GPU needed
+    def real_cupy_for_compiling():  # CuPy's kernel writer and NVRTC, for bench/strict_cupy/nvrtc.py; no GPU needed
         try:
             import cupy as cupy_module
         except Exception:  # not installed, or a CUDA library that fails to load
@@ -106,7 +106,7 @@ def nccl_module():
 
 def strict_stand_in():
     """True when the strict CuPy stand-in plays the GPU (no real GPU is in use)."""
-    return cupy is not None and cupy.__name__ == __package__ + ".strict_cupy"
+    return cupy is not None and cupy.__name__ == __package__ + ".bench.strict_cupy"
 
 
 def has_kernels():
@@ -288,7 +288,7 @@ def elementwise_kernel(in_params, out_params, body, name, preamble="", twin=None
     The kernel runs one thread per output element; ``i`` is that element's index. ``preamble``:
     CUDA code placed before the kernel (helper functions). Only CuPy has kernels: on a machine
     without a usable GPU this raises ``RuntimeError`` saying why. The strict stand-in runs them on the
-    CPU, translating the C body (``strict_cupy/kernels.py``), so CI tests the kernels a GPU runs. ``twin``: a
+    CPU, translating the C body (``bench/strict_cupy/kernels.py``), so CI tests the kernels a GPU runs. ``twin``: a
     NumPy function that computes the same outputs from the same arguments; the stand-in then runs the C
     body of a launch of more than ``strict_cupy.kernels.FULL_RUN_THREADS`` threads on a sample of them and
     checks the sample against the twin (a real GPU ignores it). ``options``: NVRTC's compile options, such as
@@ -310,7 +310,7 @@ def elementwise_kernel(in_params, out_params, body, name, preamble="", twin=None
 
 @contextlib.contextmanager
 def ledger():
-    """Count what the code inside makes the GPU do, by call site; yield the ``Ledger`` (``ledger.py``).
+    """Count what the code inside makes the GPU do, by call site; yield the ``Ledger`` (``bench/ledger.py``).
 
         with backend.ledger() as book:
             step()
@@ -319,7 +319,7 @@ def ledger():
     On the strict stand-in (``DLSCRATCH_STRICT_GPU=1``) it counts as CuPy would launch; on a real GPU it
     asks CUPTI through torch.profiler; on NumPy it counts nothing. Ledgers may nest.
     """
-    from . import ledger as launches
+    from .bench import ledger as launches
 
     real_gpu = xp is not numpy and not strict_stand_in()
     with launches.counting(cupy if real_gpu else None) as book:

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy
 
 from . import backend
-from .tensor import Tensor
+from .engine.tensor import Tensor
 
 MANIFEST = "__dlscratch__"
 FORMAT = "dlscratch-checkpoint"

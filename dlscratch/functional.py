@@ -4,8 +4,8 @@ Every function here is differentiable (``argmax``-like helpers live on ``Tensor`
 called ``dim`` as in PyTorch.
 """
 
-from . import functions as _fn
-from .functions import (  # noqa: F401  (re-exported; the functions take PyTorch's dim and keepdim)
+from . import operations as _fn
+from .operations import (  # noqa: F401  (re-exported; the functions take PyTorch's dim and keepdim)
     adaptive_avg_pool2d,
     add,
     amax,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy
 
 from . import backend
-from .grad_mode import no_grad
-from .tensor import Tensor
+from .engine.grad_mode import no_grad
+from .engine.tensor import Tensor
 
 
 class GradcheckError(AssertionError):

@@ -15,7 +15,7 @@ import numpy
 
 from . import backend
 from .device import device as device_type
-from .tensor import Tensor
+from .engine.tensor import Tensor
 
 _generators = {}  # one global random generator per array module, all seeded by manual_seed
 _seed = [None]

@@ -11,8 +11,8 @@ import numbers
 import numpy
 
 from . import backend
+from .engine.tensor import Tensor
 from .random import array_generator
-from .tensor import Tensor
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002 (PyTorch's argument name)

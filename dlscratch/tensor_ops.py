@@ -11,9 +11,9 @@ import warnings
 
 import numpy
 
-from . import functions as _fn
-from .grad_mode import is_grad_enabled
-from .tensor import Tensor
+from . import operations as _fn
+from .engine.grad_mode import is_grad_enabled
+from .engine.tensor import Tensor
 
 
 def _into(out, result, name):

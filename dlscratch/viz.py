@@ -13,7 +13,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path
 
 from . import backend
-from .tensor import Tensor
+from .engine.tensor import Tensor
 
 TENSOR_COLOUR = "#dbe9f6"
 LEAF_COLOUR = "#d5ecd4"  # leaves that require grad: what backward is for

@@ -26,7 +26,8 @@ import dlscratch
 
 PACKAGE = os.path.dirname(os.path.abspath(dlscratch.__file__)) + os.sep  # calls into the library are watched
 ALWAYS_ALLOWED = {PACKAGE + "backend.py"}
-STAND_IN = PACKAGE + "strict_cupy" + os.sep  # the strict CuPy stand-in: calls into it are the learner's xp calls
+# the strict CuPy stand-in: calls into it are the learner's xp calls
+STAND_IN = os.path.join(PACKAGE, "bench", "strict_cupy") + os.sep
 
 
 class LibraryCalled(AssertionError):
@@ -34,9 +35,9 @@ class LibraryCalled(AssertionError):
 
 
 def _called_code(frame):
-    """The code a frame runs; for the switch's dispatching wrapper (paths.py), the function it dispatches."""
+    """The code a frame runs; for the switch's wrapper (engine/switch.py), the reference function it wraps."""
     code = frame.f_code
-    if code.co_name == "call" and code.co_filename == PACKAGE + "paths.py":
+    if code.co_name == "call" and code.co_filename == os.path.join(PACKAGE, "engine", "switch.py"):
         return getattr(frame.f_locals.get("reference_function"), "__code__", code)
     return code
 

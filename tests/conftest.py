@@ -8,7 +8,7 @@ The ``backend`` fixture runs one test body on NumPy and, where a GPU is usable, 
     def test_add(backend):        # backend is the array module: numpy or cupy
         x = dlscratch.tensor(backend.ones(3))
 
-With ``DLSCRATCH_STRICT_GPU=1`` the strict CuPy stand-in (``dlscratch/strict_cupy/``) plays the GPU, so
+With ``DLSCRATCH_STRICT_GPU=1`` the strict CuPy stand-in (``dlscratch/bench/strict_cupy/``) plays the GPU, so
 the "cupy" runs happen on a machine without one; ``cuda_kernels`` skips the tests of CUDA kernels there.
 
 The ``gpu`` fixture gives a test that needs a usable GPU the CuPy module (and marks it ``gpu``); the
@@ -20,7 +20,7 @@ it runs it; the session's summary then says how many sources compiled, for which
 gives a test of the compile check the stand-in, and skips it where NVRTC is missing.
 
 The ``path`` fixture runs one test body on the reference path and on the fast path
-(``dlscratch.paths``); ``fast_path`` runs a test of a fast-only variant on the fast path even when
+(``dlscratch.engine.switch``); ``fast_path`` runs a test of a fast-only variant on the fast path even when
 the whole suite runs on the reference path (``DLSCRATCH_REFERENCE=1``).
 """
 
@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from dlscratch import backend as dl_backend
-from dlscratch import paths
+from dlscratch.engine import switch
 
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
@@ -60,14 +60,14 @@ def backend(request):
 @pytest.fixture(params=["reference", "fast"])
 def path(request):
     """Run the test on the reference path, then on the fast path; yield the path's name."""
-    with paths.fast() if request.param == "fast" else paths.reference():
+    with switch.fast_path() if request.param == "fast" else switch.reference():
         yield request.param
 
 
 @pytest.fixture
 def fast_path():
     """Run the test on the fast path (for tests of fast-only variants and tricks)."""
-    with paths.fast():
+    with switch.fast_path():
         yield "fast"
 
 
@@ -101,7 +101,7 @@ def nvrtc(stand_in):
     """The stand-in, compiling each kernel launch with NVRTC first (``strict_cupy/nvrtc.py``): for a test of the
     compile check. Skipped, saying why, where CuPy or NVRTC is missing; with ``DLSCRATCH_REQUIRE_NVRTC=1`` (CI's
     newest-Python lane) that fails instead."""
-    from dlscratch.strict_cupy import nvrtc as strict_nvrtc
+    from dlscratch.bench.strict_cupy import nvrtc as strict_nvrtc
 
     reason = strict_nvrtc.unavailable_reason()
     if reason:
@@ -126,8 +126,8 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Where the stand-in compiled kernels with NVRTC (dlscratch/strict_cupy/nvrtc.py), how many, for which targets."""
-    from dlscratch.strict_cupy import nvrtc as strict_nvrtc
+    """Where the stand-in compiled kernels with NVRTC (bench/strict_cupy/nvrtc.py), how many, for which targets."""
+    from dlscratch.bench.strict_cupy import nvrtc as strict_nvrtc
 
     done = strict_nvrtc.summary()
     if done["compiles"]:

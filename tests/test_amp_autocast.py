@@ -12,12 +12,14 @@ import numpy
 import pytest
 
 import dlscratch.functional as F
-from dlscratch import backend, ledger, nn, optim, paths
+from dlscratch import backend, nn, optim
 from dlscratch.amp import GradScaler, autocast, get_autocast_dtype, is_autocast_enabled
-from dlscratch.creation import manual_seed
+from dlscratch.bench import ledger
 from dlscratch.data import load_mnist
-from dlscratch.grad_mode import no_grad
-from dlscratch.tensor import Tensor
+from dlscratch.engine import switch
+from dlscratch.engine.creation import manual_seed
+from dlscratch.engine.grad_mode import no_grad
+from dlscratch.engine.tensor import Tensor
 
 F16, F32, F64 = numpy.dtype(numpy.float16), numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
 
@@ -122,7 +124,7 @@ def step_events(conv2d, linear, cross_entropy):
 
 
 def test_outside_autocast_not_one_more_launch(path):
-    step_events(F.conv2d, F.linear, F.cross_entropy)  # makes what is kept: backward's seed (layers/seeds.py)
+    step_events(F.conv2d, F.linear, F.cross_entropy)  # makes what is kept: backward's seed (fast/kept_arrays.py)
     public = step_events(F.conv2d, F.linear, F.cross_entropy)
     bare = step_events(F.conv2d.__wrapped__, F.linear.__wrapped__, F.cross_entropy.__wrapped__)  # undecorated
     assert public == bare and public["kernel"] > 0
@@ -220,10 +222,10 @@ def test_two_backward_passes_in_one_block_each_reach_the_parameter(path, xp):
 
 def test_the_fast_versions_stay_registered():
     for op in (F.matmul, F.linear, F.conv2d, F.cross_entropy):
-        with paths.fast():
-            assert paths.pick(op) is paths.fast_versions()[op.reference]
-        with paths.reference():
-            assert paths.pick(op) is op.reference
+        with switch.fast_path():
+            assert switch.implementation(op) is switch.fast_versions()[op.reference]
+        with switch.reference():
+            assert switch.implementation(op) is op.reference
 
 
 # ----- gradients -----

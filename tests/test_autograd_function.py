@@ -11,7 +11,7 @@ import pytest
 import dlscratch
 from dlscratch import autograd
 from dlscratch.backend import to_cpu
-from dlscratch.function import AccumulateGrad
+from dlscratch.engine.function import AccumulateGrad
 
 
 class LegendreP3(autograd.Function):

@@ -21,7 +21,6 @@ import numpy
 import pytest
 
 from dlscratch import backend as dl_backend
-from dlscratch import paths, settings
 from dlscratch.backend import to_cpu
 from dlscratch.bench import (
     SUITES,
@@ -39,10 +38,11 @@ from dlscratch.bench import (
 from dlscratch.bench.__main__ import main
 from dlscratch.bench.phases import measure_phases, median_phases
 from dlscratch.bench.timing import format_table, format_time, measure, measure_interleaved, median, torch_available
-from dlscratch.creation import manual_seed
+from dlscratch.engine import settings, switch
+from dlscratch.engine.creation import manual_seed
+from dlscratch.engine.tensor import Tensor
 from dlscratch.fast.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS
-from dlscratch.functions.loss import cross_entropy
-from dlscratch.tensor import Tensor
+from dlscratch.operations.loss import cross_entropy
 
 BASELINES = {"dlscratch forward, no_grad": "forward", "dlscratch forward": "forward",
              "dlscratch forward+backward": "forward+backward",
@@ -238,11 +238,11 @@ class TestCommandAndTiming:
         real_forward, seen = autograd.forward, []
 
         def forward(*args):
-            seen.append(paths.fast_path_enabled())
+            seen.append(switch.fast_path_enabled())
             return real_forward(*args)
 
         monkeypatch.setattr(autograd, "forward", forward)
-        for caller in (paths.fast, paths.reference):
+        for caller in (switch.fast_path, switch.reference):
             for name, expected in (("dlscratch forward, no_grad", True), ("dlscratch forward", True),
                                    (autograd.FAST_ROW, True), (autograd.REFERENCE_ROW, False)):
                 seen.clear()
@@ -321,9 +321,9 @@ class TestCommandAndTiming:
 
     def test_an_unknown_suite_is_refused_with_the_list_of_suites(self):
         assert sorted(SUITES) == ["autograd", "cnn", "conv", "convmethods", "distributed", "launches", "lstm", "mlp",
-                                  "pool", "precision"]
+                                  "pool", "precision", "trace"]
         with pytest.raises(ValueError, match="^unknown benchmark suite 'nosuch'; choose one of: autograd, cnn, conv, "
-                                             "convmethods, distributed, launches, lstm, mlp, pool, precision$"):
+                                             "convmethods, distributed, launches, lstm, mlp, pool, precision, trace$"):
             load_suite("nosuch")
 
     def test_cli_rejects_an_unknown_suite(self):

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dlscratch.bench import SUITES, convmethods, load_suite, torch_device
-from dlscratch.functions.conv_flops import conv_flops
+from dlscratch.bench.conv_flops import conv_flops
 
 WINOGRAD = ["winograd F(2x2,3x3)", "winograd F(4x4,3x3)"]
 

@@ -119,8 +119,8 @@ def test_counts_per_step_are_whole_or_one_decimal():
 def test_every_workload_has_pytorch_and_cupti_counts():
     assert [w.counted_steps for w in workloads.WORKLOADS] == [3, 3, 3, 1, 3]
     assert [workloads.cupti_launches(w.pytorch) for w in workloads.WORKLOADS] == [23, 52, 33, 416, 15]
-    assert [w.cupti_8262fe3["kernels"] for w in workloads.WORKLOADS] == [58, 98, 143, 738, 20]
-    assert all(set(w.pytorch) | set(w.cupti_8262fe3) <= set(CATEGORIES) for w in workloads.WORKLOADS)
+    assert [w.cupti_profiled["kernels"] for w in workloads.WORKLOADS] == [58, 98, 143, 738, 20]
+    assert all(set(w.pytorch) | set(w.cupti_profiled) <= set(CATEGORIES) for w in workloads.WORKLOADS)
 
 
 def test_a_quick_run_counts_every_workload_with_the_real_ledger(restore_backend, capsys):

@@ -8,8 +8,8 @@ import pytest
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend
-from dlscratch.functions.broadcast import sum_to
-from dlscratch.functions.im2col import col2im_array, im2col_array
+from dlscratch.operations.broadcast import sum_to
+from dlscratch.operations.im2col import col2im_array, im2col_array
 from dlscratch_lessons.checking import LibraryCalled, own_work
 
 
@@ -21,7 +21,7 @@ def test_array_operations_and_the_backend_are_the_learners_own_work():
 
 
 def test_arrays_of_the_strict_stand_in_are_the_learners_own_work_too():
-    from dlscratch import strict_cupy
+    from dlscratch.bench import strict_cupy
 
     g = strict_cupy.asarray(np.ones((2, 3), np.float32))
     with own_work("Exercise 0.0"):  # the stand-in checks each call against CuPy's signatures as it goes
@@ -32,11 +32,11 @@ def test_arrays_of_the_strict_stand_in_are_the_learners_own_work_too():
 @pytest.mark.parametrize(
     "answer, name",
     [
-        (lambda g: sum_to(g, (3,)), "sum_to (dlscratch/functions/broadcast.py)"),
-        (lambda g: dlscratch.Tensor(g).softmax(-1).data, "softmax (dlscratch/tensor.py)"),
+        (lambda g: sum_to(g, (3,)), "sum_to (dlscratch/operations/broadcast.py)"),
+        (lambda g: dlscratch.Tensor(g).softmax(-1).data, "softmax (dlscratch/engine/tensor.py)"),
         (lambda g: F.max_pool2d(dlscratch.tensor(g[None, None]), 2).data,
-         "max_pool2d (dlscratch/functions/pooling.py)"),
-        (lambda g: im2col_array(g[None, None], 2), "im2col_array (dlscratch/functions/im2col.py)"),
+         "max_pool2d (dlscratch/operations/pooling.py)"),
+        (lambda g: im2col_array(g[None, None], 2), "im2col_array (dlscratch/operations/im2col.py)"),
     ],
     ids=["function", "tensor-method", "functional", "dispatched"],
 )

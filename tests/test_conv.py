@@ -9,7 +9,7 @@ import pytest
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
-from dlscratch import paths
+from dlscratch.engine import switch
 from dlscratch.fast import conv as conv_module
 from dlscratch.fast import tuning
 from dlscratch.fast.im2col import col2im_array
@@ -60,8 +60,8 @@ def test_seminar_worked_example():
 @pytest.mark.parametrize("x_shape, w_shape, stride, padding", CASES)
 def test_conv2d_equals_the_loop_definition(method, x_shape, w_shape, stride, padding):
     x, w, b = random(x_shape, 0), random(w_shape, 1), random(w_shape[:1], 2)
-    with paths.fast() if method else contextlib.nullcontext():  # a method is a fast-path variant
-        y = F.conv2d(x, w, b, stride, padding, method=method)
+    with switch.fast_path() if method else contextlib.nullcontext():  # a method is a fast-path variant
+        y = F.conv2d(x, w, b, stride, padding, im2col_method=method)
     assert y.dtype == np.float32
     np.testing.assert_allclose(y.data, conv_reference(x, w, b, stride, padding), rtol=1e-5, atol=1e-5)
 
@@ -76,8 +76,8 @@ def test_conv2d_gradcheck(x_shape, w_shape, stride, padding):
 
 def test_conv2d_gradcheck_without_bias_and_with_the_strided_method():
     x, w = dlscratch.tensor(random((1, 2, 5, 6), 6)), dlscratch.tensor(random((3, 2, 2, 3), 7))
-    with paths.fast():
-        dlscratch.gradcheck(lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=1, method="strided"), x, w)
+    with switch.fast_path():
+        dlscratch.gradcheck(lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=1, im2col_method="strided"), x, w)
 
 
 def test_gradients_agree_with_the_definition_in_float32():
@@ -131,9 +131,9 @@ def test_input_gradient_in_bands_of_one_output_row(fast_path, monkeypatch, x_sha
 
 
 def test_leaves_keep_conv_gradients_that_no_later_step_overwrites(fast_path):
-    # Conv2dFunction hands its gradients over without a copy (fresh_grads): none may alias the column
+    # Conv2dFunction hands its gradients over without a copy (returns_unshared_grads): none may alias the column
     # matrix or any other buffer that a later step writes.
-    assert conv_module.Conv2dFunction.fresh_grads
+    assert conv_module.Conv2dFunction.returns_unshared_grads
     x = dlscratch.tensor(random((2, 2, 5, 5), 33), requires_grad=True)
     w = dlscratch.tensor(random((3, 2, 3, 3), 34), requires_grad=True)
     b = dlscratch.tensor(random((3,), 35), requires_grad=True)

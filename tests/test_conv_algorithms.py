@@ -7,7 +7,8 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch import nn, paths
+from dlscratch import nn
+from dlscratch.engine import switch
 
 ALGORITHMS = ["fft", "winograd2", "winograd4"]
 
@@ -21,7 +22,7 @@ def run(algorithm, arrays, padding, dtype=np.float64):
     return [dlscratch.backend.to_cpu(y.detach().data)] + [dlscratch.backend.to_cpu(t.grad.data) for t in inputs]
 
 
-@pytest.mark.parametrize("path", [paths.fast, paths.reference])
+@pytest.mark.parametrize("path", [switch.fast_path, switch.reference])
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("shape, padding", [((2, 3, 7, 6), (1, 2)), ((1, 2, 5, 8), (0, 1)), ((3, 1, 4, 4), 1)])
 def test_each_algorithm_equals_im2col_in_float64(path, algorithm, shape, padding):
@@ -119,11 +120,11 @@ def test_refusals(kwargs, message):
         F.conv2d(x, w, stride=arguments.get("stride", 1), algorithm=arguments["algorithm"])
 
 
-@pytest.mark.parametrize("path", [paths.fast, paths.reference])
+@pytest.mark.parametrize("path", [switch.fast_path, switch.reference])
 def test_an_im2col_method_with_another_algorithm_is_refused(path):
     x, w = dlscratch.randn(1, 2, 6, 6), dlscratch.randn(3, 2, 3, 3)
     with path(), pytest.raises(ValueError, match="method='slices' picks how im2col copies its windows"):
-        F.conv2d(x, w, method="slices", algorithm="fft")
+        F.conv2d(x, w, im2col_method="slices", algorithm="fft")
 
 
 def test_an_empty_batch():
@@ -132,7 +133,7 @@ def test_an_empty_batch():
         assert F.conv2d(dlscratch.zeros(0, 3, 5, 5), w, algorithm=algorithm).shape == (0, 4, 3, 3)
 
 
-@pytest.mark.parametrize("path", [paths.fast, paths.reference])
+@pytest.mark.parametrize("path", [switch.fast_path, switch.reference])
 def test_a_weight_without_output_channels_is_refused(path):
     with path(), pytest.raises(ValueError, match=r"weight of shape \(0, 3, 3, 3\) has no output channels"):
         F.conv2d(dlscratch.randn(2, 3, 5, 5), dlscratch.randn(0, 3, 3, 3))

@@ -1,9 +1,9 @@
-"""The FLOP counts of the convolution methods (dlscratch/functions/conv_flops.py): im2col's is the GEMM's, Winograd's
+"""The FLOP counts of the convolution methods (dlscratch/bench/conv_flops.py): im2col's is the GEMM's, Winograd's
 multiplications fall by 9 m^2 / (m + 2)^2 against im2col's, FFT's count depends on channels and kernel size."""
 
 import pytest
 
-from dlscratch.functions.conv_flops import conv_flops
+from dlscratch.bench.conv_flops import conv_flops
 
 
 def test_im2col_counts_the_gemm():

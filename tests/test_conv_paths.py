@@ -8,13 +8,13 @@ from property_strategies import LAYOUTS, window_geometries
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch import paths
+from dlscratch.engine import switch
 
 
 def _run(fast, x, w, b, stride, padding, gy):
     """Output and the gradients of x, w and b on one path."""
     xt, wt, bt = (dlscratch.tensor(a, requires_grad=True) for a in (x, w, b))
-    with paths.fast() if fast else dlscratch.reference():
+    with switch.fast_path() if fast else dlscratch.reference():
         y = F.conv2d(xt, wt, bt, stride, padding)
         y.backward(dlscratch.tensor(gy))
     return [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()]
@@ -41,7 +41,7 @@ def test_im2col_and_col2im_fast_equal_reference(geometry, layout):
     rng = np.random.default_rng(h * 10 + w)
     x = LAYOUTS[layout](rng.integers(-9, 10, (n, c, h, w)).astype(np.float32))
     args = ((kh, kw), (sh, sw), (ph, pw))
-    with paths.fast():
+    with switch.fast_path():
         cols = F.im2col(x, *args).numpy()
         back = F.col2im(cols, x.shape, *args).numpy()
     with dlscratch.reference():

@@ -92,14 +92,14 @@ def test_the_core_imports_nothing_but_numpy_and_itself():
 
 def test_the_core_fits_on_a_screen_or_two():
     lines = sum(len(path.read_text(encoding="utf-8").splitlines()) for path in CORE.glob("*.py"))
-    assert lines <= 420, f"dlscratch/core/ has {lines} lines: move what is not the idea into dlscratch/layers/"
+    assert lines <= 420, f"dlscratch/core/ has {lines} lines: move what is not the idea into engine/extensions/"
 
 
 def test_the_library_is_the_core_plus_layers():
     assert issubclass(dlscratch.Tensor, dlscratch.core.Tensor)
     assert issubclass(dlscratch.Function, dlscratch.core.Function)
     # the library's layers fill in the core's extension points; on the reference path the library runs the core's
-    # __call__ and the core's walk through them (the fast path's one-frame versions: tests/test_one_frame.py)
+    # __call__ and the core's walk through them (the fast path's one-frame versions: tests/test_fast_graph.py)
     for point in ("prepare", "failed", "output", "run_backward"):
         assert point in vars(dlscratch.core.Function) and point in vars(dlscratch.Function), point
     calls = []

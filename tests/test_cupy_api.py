@@ -1,5 +1,5 @@
 """The library against CuPy's API: every array-module call it makes, read from its source, must exist in CuPy and
-take the arguments it is given (``dlscratch/strict_cupy/cupy_api.py``, generated from CuPy by
+take the arguments it is given (``dlscratch/bench/strict_cupy/cupy_api.py``, generated from CuPy by
 ``tools/cupy_api.py``); the strict stand-in refuses, at run time, what CuPy refuses and lays out new arrays as
 CuPy does."""
 
@@ -15,13 +15,13 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 from repo_tools import TOOLS, load_tool
 
-from dlscratch import strict_cupy as sc
-from dlscratch.strict_cupy import signatures as strict_signatures
-from dlscratch.strict_cupy.cupy_api import API
+from dlscratch.bench import strict_cupy as sc
+from dlscratch.bench.strict_cupy import signatures as strict_signatures
+from dlscratch.bench.strict_cupy.cupy_api import API
 
 ROOT = TOOLS.parent
 PACKAGE = ROOT / "dlscratch"
-STAND_IN = PACKAGE / "strict_cupy"  # the stand-in and its table
+STAND_IN = PACKAGE / "bench" / "strict_cupy"  # the stand-in and its table
 ARRAY_MODULE_CALLS = {"get_array_module", "_xp", "module_for"}  # functions that return numpy or cupy
 ROOT_NAMESPACES = {"xp": "cupy", "cupy": "cupy", "cupyx": "cupyx"}
 SUBSPACES = {("cupy", "random"): "cupy.random", ("cupy", "linalg"): "cupy.linalg", ("cupy", "fft"): "cupy.fft",
@@ -187,4 +187,4 @@ def test_the_stand_in_lays_out_new_arrays_as_cupy_does():
 def test_the_generator_script_is_runnable_documentation():
     text = (ROOT / "tools" / "cupy_api.py").read_text(encoding="utf-8")
     assert "pip install cupy-cuda12x" in text and "--check" in text
-    assert Path(PACKAGE / "strict_cupy" / "cupy_api.py").read_text(encoding="utf-8").startswith('"""CuPy ')
+    assert Path(PACKAGE / "bench" / "strict_cupy" / "cupy_api.py").read_text(encoding="utf-8").startswith('"""CuPy ')

@@ -1,4 +1,4 @@
-"""Dropout on both paths: the reference (functions/dropout.py) draws its mask in C order, the fast
+"""Dropout on both paths: the reference (operations/dropout.py) draws its mask in C order, the fast
 path (fast/dropout.py) in the input's memory order; for a C-ordered input, one seed gives both
 the same mask. The reference mask keeps 1 - p of the numbers, scaled by 1 / (1 - p)."""
 
@@ -8,13 +8,13 @@ import pytest
 import dlscratch
 import dlscratch.fast.dropout  # noqa: F401  (registers the fast version)
 import dlscratch.functional as F
-from dlscratch import paths
+from dlscratch.engine import switch
 
 
 def dropped(x, p, fast, seed=5):
     """``F.dropout(x, p)`` on one path, from ``seed``: the output array and the Function that made it."""
     dlscratch.manual_seed(seed)
-    with paths.fast() if fast else dlscratch.reference():
+    with switch.fast_path() if fast else dlscratch.reference():
         y = F.dropout(dlscratch.tensor(x, dtype=x.dtype, requires_grad=True), p)
     return y.data, y.creator
 
@@ -26,7 +26,7 @@ def test_one_seed_gives_both_paths_the_same_output_for_a_c_ordered_input(shape, 
     x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
     y_ref, creator_ref = dropped(x, p, fast=False)
     y_fast, creator_fast = dropped(x, p, fast=True)
-    assert type(creator_ref).__module__ == "dlscratch.functions.dropout"
+    assert type(creator_ref).__module__ == "dlscratch.operations.dropout"
     assert type(creator_fast).__module__ == "dlscratch.fast.dropout"
     assert y_ref.dtype == y_fast.dtype == dtype
     np.testing.assert_array_equal(y_fast, y_ref)
@@ -54,7 +54,7 @@ def test_the_reference_mask_is_drawn_in_c_order_whatever_the_layout():
 def test_the_gradient_is_the_mask(fast):
     x = dlscratch.tensor(np.ones((8, 3, 4, 4), np.float32), requires_grad=True)
     dlscratch.manual_seed(2)
-    with paths.fast() if fast else dlscratch.reference():
+    with switch.fast_path() if fast else dlscratch.reference():
         y = F.dropout(x, 0.25)
     mask = y.data  # x is all ones
     assert set(np.unique(mask).tolist()) == {0, np.float32(1) / np.float32(0.75)}

@@ -2,19 +2,20 @@
 item 2), run on the fast path and compared with ``dlscratch.reference()``, on NumPy and on the GPU (the strict
 stand-in with ``DLSCRATCH_STRICT_GPU=1``). On the GPU the fast ``Sequential`` fuses a bias and a ReLU
 (``fast/bias_relu.py``) only where the user's code would run the same; the kept scalar constants
-(``layers/constants.py``) keep apart values that compare equal but are not the same (-0.0, NaN payloads)."""
+(``engine/extensions/operands.py``) keep apart values that compare equal but are not the same (-0.0, NaN payloads)."""
 
 import struct
 
 import numpy as np
 import pytest
-from test_one_frame import on_both_paths
+from test_fast_graph import on_both_paths
 from user_programs import same_values
 
 import dlscratch
 from dlscratch import backend as B
-from dlscratch import nn, paths
-from dlscratch.layers import constants
+from dlscratch import nn
+from dlscratch.engine import switch
+from dlscratch.engine.extensions import operands
 
 FUSED = "ElementwiseKernel dlscratch_bias_relu"
 
@@ -163,7 +164,7 @@ def test_a_float64_bias_of_a_conv2d_is_refused_alike_on_both_paths(backend):
         return nn.Sequential(first, nn.ReLU())
 
     messages = []
-    for path in (paths.fast, dlscratch.reference):
+    for path in (switch.fast_path, dlscratch.reference):
         with path(), pytest.raises(TypeError) as caught:
             run_model(make, (2, 2, 4, 4), backend)()
         messages.append(str(caught.value))
@@ -193,7 +194,7 @@ def test_nans_with_different_payloads_are_kept_apart(backend):
     x = dlscratch.tensor(backend.asarray([1.0, 2.0], dtype=np.float32))
 
     def compute():
-        kept = [B.to_cpu(constants.scalar_array(value, x.data)).view(np.uint32).item() for value in (first, second)]
+        kept = [B.to_cpu(operands.scalar_array(value, x.data)).view(np.uint32).item() for value in (first, second)]
         return [np.array(kept), B.to_cpu((x + first).data).view(np.uint32), B.to_cpu((x + second).data).view(np.uint32)]
 
     fast, reference = on_both_paths(compute)
@@ -201,13 +202,13 @@ def test_nans_with_different_payloads_are_kept_apart(backend):
     expected = [np.float32(v).view(np.uint32).item() for v in (first, second)]
     assert fast[0].tolist() == expected and expected[0] != expected[1]
     # the sum is the array module's: NumPy keeps the payload, a GPU's adder gives its one canonical NaN
-    kept = constants.scalar_array(second, x.data)
+    kept = operands.scalar_array(second, x.data)
     np.testing.assert_array_equal(fast[2], B.to_cpu(backend.ones(2, np.float32) + kept).view(np.uint32))
 
 
 def test_complex_zeros_of_either_sign_are_kept_apart():
     x = dlscratch.tensor(np.array([1 + 1j], dtype=np.complex64))
-    kept = [constants.scalar_array(value, x.data) for value in (0j, complex(0.0, -0.0), complex(-0.0, 0.0))]
+    kept = [operands.scalar_array(value, x.data) for value in (0j, complex(0.0, -0.0), complex(-0.0, 0.0))]
     assert [(bool(np.signbit(k.real)), bool(np.signbit(k.imag))) for k in kept] == [(False, False), (False, True),
                                                                                      (True, False)]
 
@@ -251,7 +252,7 @@ class FirstOutput(nn.Module):
 def test_float16_products_agree_to_the_bit(backend, make, shape, request):
     """Found by the differential tester: the fast path summed a float16 product in float32 and rounded once,
     and its convolution added the bias inside that sum; the reference path used NumPy's float16 loop and added
-    the bias after rounding. Both paths now take one ``gemm`` (``functions/products.py``) and add the bias alike.
+    the bias after rounding. Both paths now take one ``gemm`` (``operations/products.py``) and add the bias alike.
     On the GPU the LSTM's fused kernel computes its point-wise half in float32 and rounds each result once, where
     the reference rounds after every operation: there the two agree to float16's rounding, as the differential
     tester compares (``user_programs.same_values``)."""

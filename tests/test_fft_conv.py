@@ -1,4 +1,4 @@
-"""Convolution by FFT (dlscratch/functions/fft_conv.py) equals im2col's, forward and backward, for any kernel size
+"""Convolution by FFT (dlscratch/operations/fft_conv.py) equals im2col's, forward and backward, for any kernel size
 and padding at stride 1; gradients checked against float64 central differences; float32 stays float32."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch.functions.fft_conv import FFTConv2d
+from dlscratch.operations.fft_conv import FFTConv2d
 
 CASES = [((2, 3, 7, 6), (4, 3, 3, 3), (1, 1)), ((1, 2, 5, 5), (3, 2, 5, 5), (2, 2)),
          ((3, 4, 8, 9), (5, 4, 3, 2), (0, 1)), ((1, 1, 3, 3), (1, 1, 3, 3), (0, 0)),

@@ -1,4 +1,4 @@
-"""``fit`` on a GPU (the strict stand-in) checks its steps on the device (training/device_steps.py): no wait
+"""``fit`` on a GPU (the strict stand-in) checks its steps on the device (training/fit_steps.py): no wait
 between two progress updates, and a step with a NaN or an infinity still stops ``fit`` before its update,
 as on the CPU (tests/test_trust_training.py), with the optimizer's state as it was before that step."""
 
@@ -12,7 +12,9 @@ import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch import nn, optim
 from dlscratch.data import DataLoader, TensorDataset, blobs
-from dlscratch.training import TrainingDiverged, TrainingInterrupted, device_steps, evaluate, fit
+from dlscratch.fast import fit_steps
+from dlscratch.training import TrainingDiverged, TrainingInterrupted, evaluate, fit
+from dlscratch.training.fit import runs_on_the_device
 
 OPTIMIZERS = {
     "sgd": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
@@ -62,8 +64,8 @@ def on_the_cpu():
 def reads_every(monkeypatch):
     """Make ``fit`` read the device every ``n`` steps, whatever the time."""
     def every(n):
-        monkeypatch.setattr(device_steps, "READ_EVERY_SECONDS", float("inf"))
-        monkeypatch.setattr(device_steps, "MOST_PENDING", n)
+        monkeypatch.setattr(fit_steps, "READ_EVERY_SECONDS", float("inf"))
+        monkeypatch.setattr(fit_steps, "MOST_PENDING", n)
     return every
 
 
@@ -72,7 +74,7 @@ def test_fit_waits_only_when_it_reads_and_trains_as_the_cpu_does(stand_in, fast_
     reads_every(4)
     model = small_mlp()
     optimizer = OPTIMIZERS[name](model.parameters())
-    assert device_steps.runs_on_the_device(optimizer)
+    assert runs_on_the_device(optimizer)
     with B.ledger() as book:
         history = fit(model, F.cross_entropy, optimizer, loader(), epochs=2, progress=False)
     assert len(history.step_losses) == 20
@@ -159,14 +161,14 @@ def test_evaluate_reads_the_device_once(stand_in, fast_path):
 
 def test_an_optimizer_of_its_own_keeps_the_hosts_checks(stand_in, fast_path):
     class Halved(optim.SGD):
-        def _update(self, p, grad, state, group):
-            p.delta = grad * (group["lr"] / 2)
+        def _update(self, staged, grad, state, group):
+            staged.delta = grad * (group["lr"] / 2)
 
     model = small_mlp()
-    assert not device_steps.runs_on_the_device(Halved(model.parameters(), lr=0.1))
+    assert not runs_on_the_device(Halved(model.parameters(), lr=0.1))
     with dlscratch.reference():
-        assert not device_steps.runs_on_the_device(optim.SGD(model.parameters(), lr=0.1))
-    assert device_steps.runs_on_the_device(optim.SGD(model.parameters(), lr=0.1))
+        assert not runs_on_the_device(optim.SGD(model.parameters(), lr=0.1))
+    assert runs_on_the_device(optim.SGD(model.parameters(), lr=0.1))
 
 
 @pytest.mark.parametrize("at_call", [3, 7])

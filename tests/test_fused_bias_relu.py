@@ -104,7 +104,7 @@ def test_the_reference_path_runs_the_pairs_unfused_with_the_same_numbers(stand_i
     with dlscratch.reference(), B.ledger() as book:
         on_reference = forward_backward(model, model, x)
     assert FUSED not in kernels_of(book) and "maximum" in kernels_of(book)
-    with dlscratch.paths.fast():
+    with dlscratch.engine.switch.fast_path():
         fused = forward_backward(model, model, x)
     for a, b in zip(fused, on_reference, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

@@ -12,7 +12,7 @@ import dlscratch
 import dlscratch.fast.dropout  # noqa: F401  (registers the fast version)
 import dlscratch.nn.functional as F
 from dlscratch import backend as B
-from dlscratch.creation import rand, rand_like, randint, randn, randn_like, randperm
+from dlscratch.engine.creation import rand, rand_like, randint, randn, randn_like, randperm
 from dlscratch.random import DEFAULT_SEED, Generator
 from dlscratch.sampling import multinomial
 

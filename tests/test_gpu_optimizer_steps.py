@@ -11,9 +11,9 @@ import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch import nn, optim
 from dlscratch.bench.workloads import WORKLOADS
+from dlscratch.fast.optim_halt import halting_on
 from dlscratch.nn.utils import prune
 from dlscratch.optim import optimizer as optimizer_module
-from dlscratch.optim.halt import halting_on
 
 RULES = {
     "sgd": (optim.SGD, dict(lr=0.1)),
@@ -186,7 +186,7 @@ def test_a_group_added_later_gets_its_own_hyperparameters_and_first_step(stand_i
     for device in ("gpu", "cpu"):
         model = mlp(device)
         optimizer = rule(list(model[0].parameters()), **settings)
-        with dlscratch.reference() if device == "cpu" else dlscratch.paths.fast():
+        with dlscratch.reference() if device == "cpu" else dlscratch.engine.switch.fast_path():
             train(model, optimizer, steps=2)
             optimizer.add_param_group({"params": list(model[2].parameters()), "lr": 0.02})
             train(model, optimizer, steps=2)
@@ -226,7 +226,7 @@ def test_a_model_pruned_after_the_first_step_trains_as_on_the_reference_path(sta
     for device in ("gpu", "cpu"):
         model = mlp(device)
         optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        with dlscratch.reference() if device == "cpu" else dlscratch.paths.fast():
+        with dlscratch.reference() if device == "cpu" else dlscratch.engine.switch.fast_path():
             train(model, optimizer, steps=1)
             prune.l1_unstructured(model[0], "weight", amount=0.5)  # weight_orig: the same Parameter
             train(model, optimizer, steps=2)
@@ -285,8 +285,8 @@ def test_zero_grad_launches_nothing(stand_in, fast_path):
 
 def test_an_optimizer_of_its_own_takes_its_own_rule_on_the_gpu(stand_in, fast_path):
     class Mine(optim.SGD):
-        def _update(self, p, grad, state, group):
-            p.delta = group["lr"] * grad
+        def _update(self, staged, grad, state, group):
+            staged.delta = group["lr"] * grad
 
     model = mlp("gpu")
     optimizer = Mine(model.parameters(), lr=0.1)

@@ -10,8 +10,8 @@ import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch.fast.im2col import IM2COL, col2im_array, im2col_array
-from dlscratch.functions.im2col import Im2col as ReferenceIm2col
-from dlscratch.functions.im2col import col2im_reference, geometry, im2col_reference
+from dlscratch.operations.im2col import Im2col as ReferenceIm2col
+from dlscratch.operations.im2col import col2im_reference, geometry, im2col_reference
 
 pytestmark = pytest.mark.usefixtures("fast_path")  # the methods are fast-path variants; the reference is tested below
 

@@ -36,20 +36,20 @@ def imported_modules(path, root=PACKAGE.parent):
 
 def test_the_scan_sees_the_package():
     names = {p.relative_to(PACKAGE).as_posix() for p in SOURCES}
-    assert {"backend.py", "tensor.py", "function.py", "functions/arithmetic.py"} <= names
+    assert {"backend.py", "engine/tensor.py", "engine/function.py", "operations/arithmetic.py"} <= names
     assert "cupy" in {m for _, m in imported_modules(BACKEND)}  # the backend's lazy import is found
 
 
 def test_imported_modules_resolves_every_form(tmp_path):
-    sub = tmp_path / "dlscratch" / "functions"
+    sub = tmp_path / "dlscratch" / "operations"
     sub.mkdir(parents=True)
     source = sub / "example.py"
     source.write_text(
-        "import cupy.cuda as cc\nfrom .. import backend\nfrom ..tensor import Tensor\n"
+        "import cupy.cuda as cc\nfrom .. import backend\nfrom ..engine.tensor import Tensor\n"
         "def f():\n    from cupyx import scatter_add\n"
     )
     modules = {m for _, m in imported_modules(source, root=tmp_path)}
-    assert {"cupy.cuda", "dlscratch", "dlscratch.backend", "dlscratch.tensor", "cupyx"} <= modules
+    assert {"cupy.cuda", "dlscratch", "dlscratch.backend", "dlscratch.engine.tensor", "cupyx"} <= modules
 
 
 @pytest.mark.parametrize("path", [p for p in SOURCES if p != BACKEND], ids=lambda p: p.relative_to(PACKAGE).as_posix())
@@ -64,22 +64,24 @@ def test_only_the_backend_imports_cupy(path):
 
 
 def test_backend_imports_nothing_from_dlscratch_but_the_strict_stand_in_and_the_ledger():
-    allowed = ("dlscratch", "dlscratch.strict_cupy", "dlscratch.strict_cupy.nvrtc", "dlscratch.ledger")
+    allowed = ("dlscratch", "dlscratch.bench", "dlscratch.bench.strict_cupy", "dlscratch.bench.strict_cupy.nvrtc",
+               "dlscratch.bench.ledger")
     inside = [f"line {line}: {name}" for line, name in imported_modules(BACKEND)
               if name.split(".")[0] == "dlscratch" and name not in allowed]
     assert not inside, f"dlscratch/backend.py must not import the rest of dlscratch: {inside}"
 
 
-STAND_IN = PACKAGE / "strict_cupy"
+STAND_IN = PACKAGE / "bench" / "strict_cupy"
 
 
 def test_the_strict_stand_in_imports_only_numpy_the_standard_library_its_own_modules_and_the_ledger():
     modules = sorted(STAND_IN.glob("*.py"))
     assert {p.name for p in modules} == {"__init__.py", "arrays.py", "cupy_api.py", "kernel_parser.py",
                                          "kernel_threads.py", "kernels.py", "nvrtc.py", "signatures.py"}
-    for path in modules + [PACKAGE / "ledger.py"]:
+    for path in modules + [PACKAGE / "bench" / "ledger.py"]:
         imported = {name for _, name in imported_modules(path)
-                    if name not in ("dlscratch", "dlscratch.ledger") and not name.startswith("dlscratch.strict_cupy")}
+                    if name not in ("dlscratch", "dlscratch.bench", "dlscratch.bench.ledger")
+                    and not name.startswith("dlscratch.bench.strict_cupy")}
         allowed = {"ast", "contextlib", "dataclasses", "functools", "math", "numpy", "os", "re", "sys", "threading",
                    "time", "types", "weakref"}
         if path.name == "ledger.py":
@@ -140,9 +142,10 @@ def cycles(graph):
     return found
 
 
-ENGINE = {"dlscratch.tensor", "dlscratch.function", "dlscratch.functions.arithmetic", "dlscratch.functions.broadcast",
-          "dlscratch.inplace", "dlscratch.core.tensor", "dlscratch.core.function", "dlscratch.core.arithmetic",
-          "dlscratch.one_frame", "dlscratch.autograd",  # the engine's fast path makes tensors; the walk uses it
+ENGINE = {"dlscratch.engine.tensor", "dlscratch.engine.function", "dlscratch.operations.arithmetic",
+          "dlscratch.operations.broadcast", "dlscratch.engine.inplace", "dlscratch.core.tensor",
+          "dlscratch.core.function", "dlscratch.core.arithmetic",
+          "dlscratch.fast.graph", "dlscratch.autograd",  # the engine's fast path makes tensors; the walk uses it
           "dlscratch.autograd_function",  # torch.autograd.Function, which dlscratch.autograd re-exports
           "dlscratch.random"}  # Tensor.normal_ draws from the generators; a generator's state is a tensor
 
@@ -159,7 +162,7 @@ def test_the_circle_check_finds_a_planted_circle():
     assert cycles(graph) == [{"a", "b", "c"}]
 
 
-REFERENCE_OPERATIONS = sorted((PACKAGE / "functions").glob("*.py"))
+REFERENCE_OPERATIONS = sorted((PACKAGE / "operations").glob("*.py"))
 
 
 def _imports_of(path, module, root=PACKAGE.parent):
@@ -176,27 +179,27 @@ def test_no_reference_operation_imports_autocast(path):
     """Autocast (lesson 13) wraps the operations on its casting lists itself (``amp/casting_lists.py``): the
     operations of the earlier lessons never lead into it."""
     later = _imports_of(path, "dlscratch.amp")
-    assert not later, f"functions/{path.name} imports dlscratch.amp ({', '.join(later)}); wrap_calls it from amp/"
+    assert not later, f"operations/{path.name} imports dlscratch.amp ({', '.join(later)}); wrap_calls it from amp/"
 
 
 @pytest.mark.parametrize("name", ["conv.py", "conv_checks.py", "conv_algorithms.py"])
 def test_the_reference_convolution_imports_no_other_algorithm(name):
     """FFT and Winograd (lesson 12) register themselves in ``conv_algorithms.py``; lesson 4's convolution, its
     checks and that registry import neither."""
-    path = PACKAGE / "functions" / name
-    later = _imports_of(path, "dlscratch.functions.fft_conv") + _imports_of(path, "dlscratch.functions.winograd")
-    assert not later, f"functions/{name} imports a later lesson's algorithm: {later}"
+    path = PACKAGE / "operations" / name
+    later = _imports_of(path, "dlscratch.operations.fft_conv") + _imports_of(path, "dlscratch.operations.winograd")
+    assert not later, f"operations/{name} imports a later lesson's algorithm: {later}"
 
 
 def test_the_later_lesson_scan_sees_every_form(tmp_path):
-    sub = tmp_path / "dlscratch" / "functions"
+    sub = tmp_path / "dlscratch" / "operations"
     sub.mkdir(parents=True)
     source = sub / "example.py"
     source.write_text("from ..amp.autocast import casts_to_float32\nfrom .. import amp\nfrom .winograd import W\n"
                       "from . import fft_conv\n")
     assert _imports_of(source, "dlscratch.amp", tmp_path) == ["line 1: dlscratch.amp.autocast", "line 2: dlscratch.amp"]
-    assert _imports_of(source, "dlscratch.functions.winograd", tmp_path) == ["line 3: dlscratch.functions.winograd"]
-    assert _imports_of(source, "dlscratch.functions.fft_conv", tmp_path) == ["line 4: dlscratch.functions.fft_conv"]
+    assert _imports_of(source, "dlscratch.operations.winograd", tmp_path) == ["line 3: dlscratch.operations.winograd"]
+    assert _imports_of(source, "dlscratch.operations.fft_conv", tmp_path) == ["line 4: dlscratch.operations.fft_conv"]
 
 
 def module_name(path):
@@ -251,11 +254,11 @@ def test_no_module_sets_an_attribute_of_another_modules_class_at_import(path):
 
 
 def test_the_class_attribute_scan_finds_a_planted_write():
-    import dlscratch.function as function_module
+    import dlscratch.engine.function as function_module
 
     source = textwrap.dedent("""
-        from dlscratch.function import Function
-        from dlscratch import function
+        from dlscratch.engine.function import Function
+        from dlscratch.engine import function
         Function.__call__ = print
         if True:
             function.Function.name = "planted"

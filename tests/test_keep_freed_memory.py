@@ -1,4 +1,4 @@
-"""dlscratch.memory: freed memory stays in the process (glibc only)."""
+"""dlscratch.fast.malloc: freed memory stays in the process (glibc only)."""
 
 import os
 import platform
@@ -29,7 +29,7 @@ FAULTS_SCRIPT = textwrap.dedent("""
     before = faults()
     for _ in range(30):
         numpy.ones(10_000_000, dtype=numpy.float32)
-    print(dlscratch.memory.keeps_freed_memory(), faults() - before)
+    print(dlscratch.fast.malloc.keeps_freed_memory(), faults() - before)
 """)
 KEPT_FAULTS = 100  # kept memory is reused without faulting (given back, the loop takes 600 or more)
 # glibc unmaps each freed 40 MB block (over its 32 MB ceiling for mmap), so every array is faulted
@@ -42,7 +42,7 @@ def run_faults_script(env_value, call):
     env.pop("DLSCRATCH_KEEP_MEMORY", None)
     if env_value is not None:
         env["DLSCRATCH_KEEP_MEMORY"] = env_value
-    script = FAULTS_SCRIPT.replace("CALL", "dlscratch.memory.keep_freed_memory()" if call else "")
+    script = FAULTS_SCRIPT.replace("CALL", "dlscratch.fast.malloc.keep_freed_memory()" if call else "")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     applied, faults = out.stdout.split()
     return applied == "True", int(faults)
@@ -83,12 +83,12 @@ FIT_SCRIPT = textwrap.dedent("""
     from dlscratch import nn, optim
     from dlscratch.data import DataLoader, TensorDataset
 
-    before = dlscratch.memory.keeps_freed_memory()
+    before = dlscratch.fast.malloc.keeps_freed_memory()
     x = numpy.random.default_rng(0).random((8, 3), dtype=numpy.float32)
     data = DataLoader(TensorDataset(x, numpy.arange(8) % 2), batch_size=4)
     model = nn.Linear(3, 2)
     dlscratch.training.fit(model, F.cross_entropy, optim.SGD(model.parameters(), lr=0.1), data, 1, progress=False)
-    print(before, dlscratch.memory.keeps_freed_memory())
+    print(before, dlscratch.fast.malloc.keeps_freed_memory())
 """)
 
 

@@ -1,13 +1,15 @@
-"""What the engine keeps instead of making anew in every step: backward's seed of ones (layers/seeds.py) and the
-0-d arrays of Python scalar operands (layers/constants.py). Kept arrays are read-only on NumPy, so a write into
-one fails loudly; on the stand-in they save a launch (the seed's fill) or a copy to the device (a scalar's)."""
+"""What the engine keeps instead of making anew in every step: backward's seed of ones (fast/kept_arrays.py) and the
+0-d arrays of Python scalar operands (engine/extensions/operands.py). Kept arrays are read-only on NumPy, so a
+write into one fails loudly; on the stand-in they save a launch (the seed's fill) or a copy to the device (a
+scalar's)."""
 
 import numpy
 import pytest
 
 import dlscratch
 from dlscratch import backend
-from dlscratch.layers import constants, seeds
+from dlscratch.engine.extensions import operands
+from dlscratch.fast import kept_arrays
 
 
 def test_backward_seeds_a_scalar_output_with_one_kept_read_only_array():
@@ -15,12 +17,12 @@ def test_backward_seeds_a_scalar_output_with_one_kept_read_only_array():
     (x * x).sum().backward()
     (x * 3.0).sum().backward()  # the gradients add up: 2x + 3
     assert numpy.array_equal(x.grad.numpy(), numpy.array([5.0, 7.0, 9.0], dtype=numpy.float32))
-    seed = seeds.ones_like(x.sum().data)
-    assert seed is seeds.ones_like(x.sum().data) and seed == 1 and seed.dtype == numpy.float32
+    seed = kept_arrays.ones_seed(x.sum().data)
+    assert seed is kept_arrays.ones_seed(x.sum().data) and seed == 1 and seed.dtype == numpy.float32
     with pytest.raises(ValueError, match="read-only"):
         seed[...] = 2
-    assert seeds.ones_like(x.double().sum().data).dtype == numpy.float64  # one per dtype
-    assert seeds.ones_like(x[:1].data).shape == (1,)  # and per shape
+    assert kept_arrays.ones_seed(x.double().sum().data).dtype == numpy.float64  # one per dtype
+    assert kept_arrays.ones_seed(x[:1].data).shape == (1,)  # and per shape
 
 
 def test_a_retained_seed_gradient_is_a_copy_of_its_own():
@@ -28,18 +30,18 @@ def test_a_retained_seed_gradient_is_a_copy_of_its_own():
     loss = (x * x).sum().retain_grad()
     loss.backward()
     loss.grad.data += 1  # the kept seed is read-only: .grad must not be it
-    assert float(loss.grad) == 2.0 and float(seeds.ones_like(loss.data)) == 1.0
+    assert float(loss.grad) == 2.0 and float(kept_arrays.ones_seed(loss.data)) == 1.0
 
 
 def test_scalar_operands_are_kept_per_value_type_and_dtype():
     x = dlscratch.tensor([1.0, 2.0], requires_grad=True)
     data = x.data
-    half = constants.scalar_array(0.5, data)
-    assert half is constants.scalar_array(0.5, data) and half.dtype == numpy.float32 and not half.flags.writeable
+    half = operands.scalar_array(0.5, data)
+    assert half is operands.scalar_array(0.5, data) and half.dtype == numpy.float32 and not half.flags.writeable
     # 1, 1.0 and True are equal dictionary keys; each keeps its own kind
     i = dlscratch.tensor([1, 2])
     assert (i * 1).dtype == numpy.int64 and (i * 1.0).dtype == numpy.float32 and (i * True).dtype == numpy.int64
-    assert constants.scalar_array(1, i.data) is not constants.scalar_array(1.0, i.data)
+    assert operands.scalar_array(1, i.data) is not operands.scalar_array(1.0, i.data)
     y = x * 0.5 + 0.5
     y.sum().backward()
     assert numpy.array_equal(x.grad.numpy(), numpy.array([0.5, 0.5], dtype=numpy.float32))
@@ -47,14 +49,14 @@ def test_scalar_operands_are_kept_per_value_type_and_dtype():
 
 
 def test_at_most_so_many_scalars_are_kept(monkeypatch):
-    monkeypatch.setattr(constants, "_kept_scalars", {})
-    monkeypatch.setattr(constants, "KEPT_SCALARS", 3)
+    monkeypatch.setattr(operands, "_kept_scalars", {})
+    monkeypatch.setattr(operands, "KEPT_SCALARS", 3)
     x = dlscratch.tensor([1.0])
     for k in range(10):
         assert float(x * float(k)) == k  # still right past the limit, made anew
-    assert len(constants._kept_scalars) == 3
+    assert len(operands._kept_scalars) == 3
     nans = [x * float("nan") for _ in range(5)]  # a NaN is never equal to itself: no endless growth either
-    assert all(numpy.isnan(float(n)) for n in nans) and len(constants._kept_scalars) == 3
+    assert all(numpy.isnan(float(n)) for n in nans) and len(operands._kept_scalars) == 3
 
 
 def test_on_the_stand_in_a_step_fills_no_seed_and_copies_no_scalar(stand_in):

@@ -4,7 +4,7 @@ Issue 28 brought each workload down to eager PyTorch's own count on an H100 (``b
 asked for fewer launches than PyTorch, which an eager framework reaches only by launching kernels that do more: a
 bias and its ReLU in one kernel (``fast/bias_relu.py``), the LSTM cell's biases inside its point-wise kernel
 (``fast/lstm.py``), no split-K reduce in the LSTM layer's backward step (``fast/lstm_layer.py``), no fill for
-backward's seed (``layers/seeds.py``) and one fused optimizer kernel per parameter (``fast/optim.py``). Issue 51
+backward's seed (``fast/kept_arrays.py``) and one fused optimizer kernel per parameter (``fast/optim.py``). Issue 51
 gave back one launch per parameter but the first (MLP 16 -> 19, Keras CNN 41 -> 48, Qiita CNN 25 -> 30): the one
 launch for all parameters needed them moved into a flat buffer behind the user's references. Every fast training
 step must also wait for the device zero times; ``fit`` adds no wait between two progress updates:

@@ -44,7 +44,7 @@ def on_both(make, x, seed=0):
         layer = make()
         layer = layer.to("gpu") if isinstance(layer, nn.Module) else layer
         x_gpu = B.to_gpu(x)
-        with dlscratch.paths.fast(), B.ledger() as book:
+        with dlscratch.engine.switch.fast_path(), B.ledger() as book:
             results = run(layer, x_gpu, "gpu")
         on_gpu = on_host(results)
     return on_cpu, on_gpu, book
@@ -61,7 +61,7 @@ def test_relu_backward_is_one_kernel_with_the_references_values():
 
 def test_relu_keeps_a_batch_last_input_in_its_layout():
     host = np.random.default_rng(1).standard_normal((5, 5, 3, 4)).astype(np.float32)  # (H, W, C, N) in memory
-    with B.on_the_stand_in(), dlscratch.paths.fast():
+    with B.on_the_stand_in(), dlscratch.engine.switch.fast_path():
         x = dlscratch.tensor(B.to_gpu(host), requires_grad=True)
         batch_last = x.permute(3, 2, 0, 1)  # (N, C, H, W) seen, the batch innermost in memory
         y = F.relu(batch_last)

@@ -1,4 +1,4 @@
-"""The launch ledger (dlscratch/ledger.py) counts on the strict stand-in what CuPy makes a GPU do."""
+"""The launch ledger (dlscratch/bench/ledger.py) counts on the strict stand-in what CuPy makes a GPU do."""
 
 import inspect
 import sys
@@ -9,7 +9,7 @@ import pytest
 
 import dlscratch
 from dlscratch import backend as B
-from dlscratch import ledger as ledger_module
+from dlscratch.bench import ledger as ledger_module
 
 
 @pytest.fixture
@@ -201,7 +201,7 @@ def test_the_reference_cross_entropy_waits_twice_for_its_label_check(xp):
     with dlscratch.reference():
         book = mlp_step_ledger(xp)
     waits = book.by_site("wait")
-    assert waits and all(site.startswith("dlscratch/functions/loss.py:") and "check_labels" in site
+    assert waits and all(site.startswith("dlscratch/operations/loss.py:") and "check_labels" in site
                          for site, *_ in waits), book.table()
     assert book.waits == 2 and book.copies_to_host == 2  # int(labels.min()), int(labels.max())
     assert book.kernels > 10 and book.allocations > 10

@@ -46,7 +46,7 @@ def old_counts():
 @pytest.mark.parametrize("workload", WORKLOADS, ids=[w.name.split(",")[0] for w in WORKLOADS])
 def test_the_ledger_counts_what_cupti_counted_at_the_profiled_commit(old_counts, workload):
     counted = old_counts[workload.name]
-    wrong = {category: (counted[category], workload.cupti_8262fe3.get(category, 0))
+    wrong = {category: (counted[category], workload.cupti_profiled.get(category, 0))
              for category in calibration.CALIBRATED
-             if not calibration.within(counted[category], workload.cupti_8262fe3.get(category, 0))}
+             if not calibration.within(counted[category], workload.cupti_profiled.get(category, 0))}
     assert not wrong, f"{workload.name}: (stand-in, CUPTI) per step, off by more than 10% or 1: {wrong}"

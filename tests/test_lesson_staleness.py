@@ -185,7 +185,7 @@ def test_a_private_constant_is_its_own_unit_only_where_nothing_else_could_read_i
 
 def test_a_lesson_never_executed_or_recorded_the_old_way_must_be_executed():
     assert execute_lessons.stale_functions({"metadata": {}}) == ["never executed by tools/execute_lessons.py"]
-    old = {"dlscratch.tensor": "0123456789abcdef"}  # a fingerprint per module, as recorded before functions were
+    old = {"dlscratch.engine.tensor": "0123456789abcdef"}  # a fingerprint per module, as recorded before functions were
     assert execute_lessons.stale_functions(_notebook(old)) == [
         "executed by an older tools/execute_lessons.py, which recorded the modules it imported, "
         "not the functions it ran"

@@ -19,9 +19,9 @@ import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch import gradcheck, nn
 from dlscratch.autograd import reachable_functions
-from dlscratch.functions.lstm_cell import LSTMCell as LSTMCellFunction
-from dlscratch.functions.lstm_layer import LSTMLayer
-from dlscratch.functions.lstm_pointwise import lstm_pointwise_backward, lstm_pointwise_forward
+from dlscratch.operations.lstm_cell import LSTMCell as LSTMCellFunction
+from dlscratch.operations.lstm_layer import LSTMLayer
+from dlscratch.operations.lstm_pointwise import lstm_pointwise_backward, lstm_pointwise_forward
 
 
 def arrays(*shapes, seed=0, scale=1.0):

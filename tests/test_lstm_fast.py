@@ -16,9 +16,9 @@ import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch import gradcheck, nn
+from dlscratch.bench.ledger import gemm_kernel_names
 from dlscratch.bench.workloads import lstm_cell_step
-from dlscratch.functions.lstm_layer import lstm_layer
-from dlscratch.ledger import gemm_kernel_names
+from dlscratch.operations.lstm_layer import lstm_layer
 
 I, H, N = 700, 500, 32  # the benchmark's LSTM
 

@@ -15,8 +15,8 @@ import dlscratch.functional as F
 from dlscratch import nn, optim
 from dlscratch.autograd import reachable_functions
 from dlscratch.data import DataLoader, TensorDataset
-from dlscratch.function import Function
-from dlscratch.tensor import Tensor
+from dlscratch.engine.function import Function
+from dlscratch.engine.tensor import Tensor
 from dlscratch.training import fit
 
 

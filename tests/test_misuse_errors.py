@@ -12,7 +12,7 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch import paths, settings
+from dlscratch.engine import settings, switch
 
 # 1. set_grad_enabled: a function that takes effect at once, and a context manager that restores
 
@@ -74,7 +74,7 @@ def test_dlscratch_device_accepts_the_names_backend_use_accepts():
 @pytest.mark.parametrize("value, keeps", [("0", False), ("false", False), ("No", False), (" OFF ", False),
                                           ("1", True), ("true", True), ("YES", True), ("on", True)])
 def test_keep_memory_accepts_boolean_words(value, keeps):
-    result = run_import("print(dlscratch.memory.keeps_freed_memory())", DLSCRATCH_KEEP_MEMORY=value)
+    result = run_import("print(dlscratch.fast.malloc.keeps_freed_memory())", DLSCRATCH_KEEP_MEMORY=value)
     assert result.returncode == 0, result.stderr
     on_glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"  # where mallopt exists
     assert result.stdout.strip() == str(keeps and on_glibc)
@@ -115,8 +115,8 @@ def test_conv2d_of_an_empty_batch(path, with_bias, method):
     x = dlscratch.tensor(numpy.zeros((0, 3, 8, 7), numpy.float32), requires_grad=True)
     weight = dlscratch.tensor(numpy.ones((5, 3, 3, 3), numpy.float32), requires_grad=True)
     bias = dlscratch.tensor(numpy.ones(5, numpy.float32), requires_grad=True) if with_bias else None
-    with paths.fast() if method else contextlib.nullcontext():
-        y = F.conv2d(x, weight, bias, stride=(1, 2), padding=1, method=method)
+    with switch.fast_path() if method else contextlib.nullcontext():
+        y = F.conv2d(x, weight, bias, stride=(1, 2), padding=1, im2col_method=method)
     assert y.shape == (0, 5, 8, 4)
     y.sum().backward()
     assert x.grad.shape == (0, 3, 8, 7)
@@ -140,7 +140,7 @@ def test_no_grad_changes_the_mode_only_inside_its_block_and_as_a_decorator():
 
 
 def test_a_recorded_function_instance_refuses_a_second_call():
-    from dlscratch.functions.elementwise import Exp
+    from dlscratch.operations.elementwise import Exp
 
     x = dlscratch.tensor([1.0, 2.0], requires_grad=True)
     exp = Exp()
@@ -152,7 +152,7 @@ def test_a_recorded_function_instance_refuses_a_second_call():
 
 
 def test_a_function_instance_first_called_without_recording_may_be_called_again():
-    from dlscratch.functions.elementwise import Exp
+    from dlscratch.operations.elementwise import Exp
 
     x = dlscratch.tensor([0.0, 1.0], requires_grad=True)
     exp = Exp()

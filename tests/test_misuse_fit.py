@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch import nn, optim, paths
+from dlscratch import nn, optim
 from dlscratch.data import DataLoader, TensorDataset, blobs
+from dlscratch.engine import switch
 from dlscratch.training import TrainingDiverged, fit, plot_history
 from dlscratch.training.fit import TrainingInterrupted
 
@@ -106,12 +107,12 @@ def python_sigint_handler():
 
 def sigint_during_step(optimizer, k):
     """Make the k-th optimizer step send SIGINT to this process after updating its first parameter."""
-    update, calls = paths.pick(type(optimizer)._update), [0]  # the update of the path under test
+    update, calls = switch.implementation(type(optimizer)._update), [0]  # the update of the path under test
     per_step = sum(1 for _ in optimizer._params())
 
     class Interrupting(type(optimizer)):
-        def _update(self, p, grad, state, group):
-            update(self, p, grad, state, group)
+        def _update(self, staged, grad, state, group):
+            update(self, staged, grad, state, group)
             calls[0] += 1
             if calls[0] == (k - 1) * per_step + 1:
                 os.kill(os.getpid(), signal.SIGINT)

@@ -6,7 +6,7 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch.functions import lstm_cell, lstm_layer
+from dlscratch.operations import lstm_cell, lstm_layer
 
 RNG = np.random.default_rng(7)
 

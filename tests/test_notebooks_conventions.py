@@ -87,7 +87,7 @@ def test_one_setup_cell_installs_from_the_repository(path):
     )
     assert " -e " not in setup and "--editable" not in setup, f"{path.name}: never an editable install in Colab"
     needed_lines = ["manual_seed(", "np.random.seed(", "describe()",
-                    "memory.keep_freed_memory()"]  # the explicit switch that import no longer makes (memory.py)
+                    "dlscratch.fast.malloc.keep_freed_memory()"]  # the explicit switch that import does not make
     for needed in needed_lines:
         assert needed in setup, f"{path.name}: the setup cell does not contain {needed!r}"
     # the device: the learner's choice (the GPU where there is one), or the CPU with the reason beside it

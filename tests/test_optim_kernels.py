@@ -70,7 +70,7 @@ def test_an_error_in_a_later_update_launches_no_fused_kernel(stand_in, fast_path
     before = [p.detach().to("cpu").numpy() for p in params]
     state_before = {i: {k: B.to_cpu(v) if hasattr(v, "shape") else v for k, v in s.items()}
                     for i, s in opt.state_dict()["state"].items()}
-    update, calls = dlscratch.paths.pick(rule._update), [0]  # the fast path's update
+    update, calls = dlscratch.engine.switch.implementation(rule._update), [0]  # the fast path's update
 
     class FailingLast(rule):
         def _update(self, *args):

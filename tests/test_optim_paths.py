@@ -10,7 +10,8 @@ import pytest
 
 import dlscratch
 import dlscratch.fast.optim as fast_optim  # importing registers the fast updates
-from dlscratch import nn, optim, paths
+from dlscratch import nn, optim
+from dlscratch.engine import switch
 
 CONFIGS = {
     "sgd": lambda ps: optim.SGD(ps, lr=0.1),
@@ -30,7 +31,7 @@ def _five_steps(make, on_fast_path):
     rng = np.random.default_rng(0)
     params = [nn.Parameter(rng.standard_normal(shape).astype(np.float32)) for shape in ((3, 4), (2,))]
     opt = make(params)
-    with paths.fast() if on_fast_path else paths.reference():
+    with switch.fast_path() if on_fast_path else switch.reference():
         for _ in range(5):
             for p in params:
                 p.grad = dlscratch.tensor(rng.standard_normal(p.shape).astype(np.float32))
@@ -78,19 +79,19 @@ def test_blocks_of_one_row_give_the_bits_of_one_block(name, fast_path, monkeypat
 
 
 def test_pick_gives_the_fast_update_on_the_fast_path_and_the_reference_one_inside_reference(fast_path):
-    assert paths.pick(optim.SGD._update) is fast_optim.sgd_update
+    assert switch.implementation(optim.SGD._update) is fast_optim.sgd_update
     with dlscratch.reference():
-        assert paths.pick(optim.SGD._update) is optim.SGD._update
-    assert paths.pick(optim.SGD._update) is fast_optim.sgd_update
+        assert switch.implementation(optim.SGD._update) is optim.SGD._update
+    assert switch.implementation(optim.SGD._update) is fast_optim.sgd_update
 
 
 def test_each_optimizer_has_its_fast_update():
     for cls, fast in [(optim.SGD, fast_optim.sgd_update), (optim.Adam, fast_optim.adam_update),
                       (optim.AdaDelta, fast_optim.adadelta_update)]:
-        with paths.fast():
-            assert paths.pick(cls._update) is fast
-        with paths.reference():
-            assert paths.pick(cls._update) is cls._update
+        with switch.fast_path():
+            assert switch.implementation(cls._update) is fast
+        with switch.reference():
+            assert switch.implementation(cls._update) is cls._update
 
 
 @pytest.mark.parametrize("name", CONFIGS)

@@ -12,7 +12,7 @@ from property_strategies import batch_last, window_geometries
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
-from dlscratch import paths
+from dlscratch.engine import switch
 from dlscratch.fast.pooling import MAX_POOL_BACKWARDS
 
 pytestmark = pytest.mark.usefixtures("path")  # every test on the reference path and on the fast path
@@ -120,7 +120,7 @@ def _max_pool_grad(x, k, s, p, how, gy=None):
     """The input gradient of max pooling with backward variant ``how`` (a fast-path variant), or
     of the current path's max pooling when ``how`` is None."""
     x = dlscratch.tensor(x, requires_grad=True)
-    with paths.fast() if how else contextlib.nullcontext():
+    with switch.fast_path() if how else contextlib.nullcontext():
         y = F.max_pool2d(x, k, s, p, backward=how)
     y.backward(dlscratch.tensor(np.ones(y.shape, np.float32) if gy is None else gy))
     return x.grad.data

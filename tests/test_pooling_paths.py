@@ -1,4 +1,4 @@
-"""Pooling on both paths: the reference (functions/pooling.py) and the fast path (fast/pooling.py)
+"""Pooling on both paths: the reference (operations/pooling.py) and the fast path (fast/pooling.py)
 give the same outputs and the same input gradients, on random geometries and memory layouts, and
 route tied maxima to the same element."""
 
@@ -11,7 +11,7 @@ from property_strategies import LAYOUTS, window_geometries
 import dlscratch
 import dlscratch.fast.pooling  # noqa: F401  (registers the fast versions)
 import dlscratch.functional as F
-from dlscratch import paths
+from dlscratch.engine import switch
 
 POOLS = {"max": F.max_pool2d, "avg": F.avg_pool2d}
 POOLING_GEOMETRIES = window_geometries(max_stride=4, pooling=True)
@@ -20,7 +20,7 @@ POOLING_GEOMETRIES = window_geometries(max_stride=4, pooling=True)
 def run(pool, x, geometry, gy_of, fast):
     """``pool``'s output and input gradient on one path; ``gy_of(y_shape)`` gives the output gradient."""
     _, k, s, p = geometry
-    with paths.fast() if fast else dlscratch.reference():
+    with switch.fast_path() if fast else dlscratch.reference():
         t = dlscratch.tensor(x, requires_grad=True)
         y = pool(t, k, s, p)
         y.backward(dlscratch.tensor(gy_of(y.shape)))
@@ -32,7 +32,7 @@ def both_paths(pool, x, geometry, gy_of):
     y_ref, gx_ref, module_ref = run(pool, x, geometry, gy_of, fast=False)
     y_fast, gx_fast, module_fast = run(pool, x, geometry, gy_of, fast=True)
     if x.shape[0]:
-        assert (module_ref, module_fast) == ("dlscratch.functions.pooling", "dlscratch.fast.pooling")
+        assert (module_ref, module_fast) == ("dlscratch.operations.pooling", "dlscratch.fast.pooling")
     assert y_ref.shape == y_fast.shape and gx_ref.shape == gx_fast.shape == x.shape
     return (y_ref, gx_ref), (y_fast, gx_fast)
 
@@ -96,5 +96,5 @@ def test_the_reference_path_refuses_a_backward_variant():
     with dlscratch.reference(), pytest.raises(ValueError, match=r"backward= picks a fast-path variant") as error:
         F.max_pool2d(x, 2, backward="mask")
     assert "leave it None or leave dlscratch.reference()" in str(error.value)
-    with paths.fast():
+    with switch.fast_path():
         assert F.max_pool2d(x, 2, backward="mask").shape == (1, 1, 2, 2)

@@ -165,7 +165,7 @@ def test_bad_lengths():
 
 
 def test_take_and_put_rows_are_inverse_and_differentiable():
-    from dlscratch.functions.indexing import put_rows, take_rows
+    from dlscratch.operations.indexing import put_rows, take_rows
 
     rows = np.array([4, 0, 2])
     x = np.random.default_rng(5).standard_normal((5, 2))

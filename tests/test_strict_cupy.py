@@ -1,4 +1,4 @@
-"""The strict CuPy stand-in (dlscratch/strict_cupy/) refuses what CuPy refuses and computes what NumPy computes."""
+"""The strict CuPy stand-in (bench/strict_cupy/) refuses what CuPy refuses and computes what NumPy computes."""
 
 import copy
 import pickle
@@ -9,7 +9,7 @@ import pytest
 import dlscratch
 from dlscratch import Function
 from dlscratch import backend as B
-from dlscratch import strict_cupy as sc
+from dlscratch.bench import strict_cupy as sc
 
 
 def test_arrays_are_not_numpy_arrays_and_asarray_copies_host_memory():

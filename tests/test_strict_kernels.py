@@ -1,4 +1,4 @@
-"""The strict CuPy stand-in runs ElementwiseKernels by translating their C (dlscratch/strict_cupy/kernels.py): C's
+"""The strict CuPy stand-in runs ElementwiseKernels by translating their C (dlscratch/bench/strict_cupy/kernels.py): C's
 arithmetic, the faults a GPU would not report, and every kernel of dlscratch/fast/ against the reference path."""
 
 
@@ -8,14 +8,14 @@ import pytest
 import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
-from dlscratch import strict_cupy as sc
+from dlscratch.bench import strict_cupy as sc
+from dlscratch.bench.strict_cupy import kernels as sk
+from dlscratch.bench.strict_cupy import nvrtc as strict_nvrtc
 from dlscratch.fast import conv_kernels
 from dlscratch.fast.im2col import col2im_array, im2col_array
 from dlscratch.fast.lstm import lstm_pointwise_backward, lstm_pointwise_forward
-from dlscratch.functions.im2col import col2im_array as reference_col2im_array
-from dlscratch.functions.im2col import im2col_array as reference_im2col_array
-from dlscratch.strict_cupy import kernels as sk
-from dlscratch.strict_cupy import nvrtc as strict_nvrtc
+from dlscratch.operations.im2col import col2im_array as reference_col2im_array
+from dlscratch.operations.im2col import im2col_array as reference_im2col_array
 
 
 @pytest.fixture(autouse=True)

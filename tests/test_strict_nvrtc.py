@@ -21,9 +21,9 @@ import dlscratch
 from dlscratch import amp, nn, optim
 from dlscratch import backend as B
 from dlscratch import functional as F
+from dlscratch.bench.strict_cupy import nvrtc as strict_nvrtc
+from dlscratch.bench.strict_cupy.nvrtc import _Array, _reduced_shape
 from dlscratch.nn.utils.rnn import pack_sequence
-from dlscratch.strict_cupy import nvrtc as strict_nvrtc
-from dlscratch.strict_cupy.nvrtc import _Array, _reduced_shape
 
 LIBRARY = Path(dlscratch.__file__).parent
 NESTEROV = "if (nesterov) grad = grad + buf * momentum;\nelse grad = buf;"
@@ -241,7 +241,7 @@ def record_on_the_gpu(out):
     """Run ``workload`` on the real GPU and write, as JSON, the source written here for each of its launches."""
     from numpy.lib.stride_tricks import as_strided
 
-    from dlscratch.strict_cupy import kernels as strict_kernels
+    from dlscratch.bench.strict_cupy import kernels as strict_kernels
 
     B.use("gpu")
     real, cupy, ours = B.elementwise_kernel, B.cupy, set()
@@ -274,7 +274,7 @@ def record_on_the_gpu(out):
 def test_the_source_is_the_one_cupy_compiles(gpu):
     """On a real GPU: for contiguous, strided, broadcast and scalar arguments, the source written here is the
     one CuPy's own ElementwiseKernel compiled (its ``cached_codes``)."""
-    from dlscratch.strict_cupy import kernels as strict_kernels
+    from dlscratch.bench.strict_cupy import kernels as strict_kernels
 
     if not B.real_gpu():
         pytest.skip("CuPy's own sources are made on a real GPU only; the stand-in plays the GPU here")

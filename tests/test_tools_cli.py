@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOOLS = sorted((ROOT / "tools").glob("*.py"))
 #: what the tools read and write: the lessons, the student edition, the README, CuPy's table, the URL's home
 COPIED = ["tools", "notebooks", "student", "README.md", "SYLLABUS.md", "pyproject.toml",
-          "dlscratch/strict_cupy/cupy_api.py"]
+          "dlscratch/bench/strict_cupy/cupy_api.py"]
 TIMEOUT = 30  # seconds: --help answers before any heavy import or any work
 
 

@@ -19,8 +19,9 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch import nn, optim, paths
+from dlscratch import nn, optim
 from dlscratch.data import DataLoader, TensorDataset, blobs
+from dlscratch.engine import switch
 from dlscratch.training import TrainingDiverged, fit
 from dlscratch.training.fit import TrainingInterrupted
 
@@ -72,7 +73,7 @@ def snapshots_of_steps(name, steps):
 
 def raise_in_update(optimizer, k, when, error):
     """Make the next step's k-th parameter update (1-based) raise ``error`` before or after it runs."""
-    update, calls = paths.pick(type(optimizer)._update), [0]  # the update of the path under test
+    update, calls = switch.implementation(type(optimizer)._update), [0]  # the update of the path under test
 
     class Raising(type(optimizer)):
         def _update(self, *args):

@@ -13,6 +13,7 @@ import dlscratch
 import dlscratch.functional as F
 from dlscratch import backend as B
 from dlscratch import nn, optim
+from dlscratch.engine import switch
 
 
 @pytest.fixture(params=["cpu", "gpu"])
@@ -214,7 +215,7 @@ def test_an_lstm_under_a_float64_head_trains_on_the_gpu_as_on_the_reference_path
     dtype, within float32's rounding of the reference's promoted products."""
     grads = {}
     for where in ("reference", "gpu"):
-        with B.on_the_stand_in(), (dlscratch.reference() if where == "reference" else dlscratch.paths.fast()):
+        with B.on_the_stand_in(), (dlscratch.reference() if where == "reference" else switch.fast_path()):
             dlscratch.manual_seed(1)
             lstm, head = nn.LSTM(3, 4).to("gpu"), nn.Linear(4, 1).to("gpu")
             head.weight.data = head.weight.data.astype(np.float64)
@@ -233,7 +234,7 @@ def test_an_lstm_with_a_float64_bias_runs_on_the_gpu_as_on_the_reference_path(wh
     promotions instead of the kernels' type error."""
     out, grads = {}, {}
     for where in ("reference", "gpu"):
-        with B.on_the_stand_in(), (dlscratch.reference() if where == "reference" else dlscratch.paths.fast()):
+        with B.on_the_stand_in(), (dlscratch.reference() if where == "reference" else switch.fast_path()):
             dlscratch.manual_seed(4)
             layer = (nn.LSTM(3, 4) if which == "nn.LSTM" else nn.LSTMCell(3, 4)).to("gpu")
             bias = layer.bias_ih_l0 if which == "nn.LSTM" else layer.bias_ih

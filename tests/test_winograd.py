@@ -1,4 +1,4 @@
-"""Winograd's minimal filtering (dlscratch/functions/winograd.py): the transforms are exact, and the 2-D
+"""Winograd's minimal filtering (dlscratch/operations/winograd.py): the transforms are exact, and the 2-D
 convolution equals im2col's, forward and backward, with gradients checked against float64 central differences."""
 
 from fractions import Fraction
@@ -8,7 +8,7 @@ import pytest
 
 import dlscratch
 import dlscratch.functional as F
-from dlscratch.functions.winograd import WinogradConv2d, transforms
+from dlscratch.operations.winograd import WinogradConv2d, transforms
 
 
 @pytest.mark.parametrize("m, r", [(2, 3), (4, 3), (3, 2), (6, 3)])
@@ -109,7 +109,7 @@ def test_float16_gradients_come_back_in_float16_close_to_float64():
 
 
 def test_the_exact_transforms_are_computed_once_per_tile_size(monkeypatch):
-    import dlscratch.functions.winograd as winograd
+    import dlscratch.operations.winograd as winograd
     calls = []
     monkeypatch.setattr(winograd, "transforms", lambda m: calls.append(m) or transforms(m))
     winograd.kron_transforms.cache_clear()

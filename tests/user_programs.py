@@ -39,7 +39,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 import dlscratch
-from dlscratch import backend, nn, optim, paths
+from dlscratch import backend, nn, optim
+from dlscratch.engine import switch
 
 MODEL_KINDS = ("mlp", "mlp_subclass", "mlp_call_override", "mlp_instance_forward", "cnn", "lstm")
 
@@ -361,7 +362,7 @@ def _log_grad(log, name, tensor):
 
 def run_program(program, variant):
     """Run ``program`` on ``variant`` (one of ``VARIANTS``); return its snapshots, one per action."""
-    path = paths.reference() if variant == "reference-numpy" else paths.fast()
+    path = switch.reference() if variant == "reference-numpy" else switch.fast_path()
     device = backend.on_the_stand_in() if variant == "fast-gpu" else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as folder, np.errstate(**np.geterr()), path, device:
         run = Run(program, variant, folder)

@@ -31,10 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 #: the commit whose library CUPTI profiled on the H100 (docs/gpu.md), the one place the tests and tools name it
 COMMIT = "8262fe3"
-#: today's files laid over the old tree: the ledger, the stand-in it counts in (the package ``strict_cupy/``: the
-#: arrays, CuPy's signatures and API table, the kernel interpreter), and the workloads; the old tree's own stand-in
-#: (its loose ``strict_*.py`` and ``cupy_api.py``) is removed first
-OVERLAY = ["dlscratch/ledger.py", "dlscratch/strict_cupy/*.py", "dlscratch/bench/workloads.py"]
+#: today's files laid over the old tree, each where that tree imports it from: the ledger, the stand-in it counts in
+#: (the package ``strict_cupy/``: the arrays, CuPy's signatures and API table, the kernel interpreter), and the
+#: workloads; the old tree's own stand-in (its loose ``strict_*.py`` and ``cupy_api.py``) is removed first
+OVERLAY = {"dlscratch/bench/ledger.py": "dlscratch", "dlscratch/bench/strict_cupy/*.py": "dlscratch/strict_cupy",
+           "dlscratch/bench/workloads.py": "dlscratch/bench"}
 #: the categories held to CUPTI's counts; host waits are printed but CUPTI saw them only as syncs
 CALIBRATED = ["kernels", "memsets", "copies_device", "copies_to_host", "copies_to_device"]
 SHOWN = CALIBRATED + ["waits"]
@@ -57,9 +58,9 @@ def extract_old_tree(into, commit=COMMIT, repo=REPO):
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     for old in [*Path(into, "dlscratch").glob("strict_*.py"), Path(into, "dlscratch", "cupy_api.py")]:
         old.unlink(missing_ok=True)
-    for pattern in OVERLAY:
+    for pattern, folder in OVERLAY.items():
         for path in repo.glob(pattern):
-            target = Path(into) / path.relative_to(repo)
+            target = Path(into, folder, path.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
 
@@ -86,7 +87,7 @@ def compare(counts, workloads):
     rows = []
     for workload in workloads:
         for category in SHOWN:
-            ours, theirs = counts[workload.name][category], workload.cupti_8262fe3.get(category, 0)
+            ours, theirs = counts[workload.name][category], workload.cupti_profiled.get(category, 0)
             difference = f"{100 * (ours - theirs) / theirs:+.0f}" if theirs else "-"
             verdict = ("yes" if within(ours, theirs) else "NO") if category in CALIBRATED else "(not held)"
             rows.append([workload.name, category, f"{ours:g}", str(theirs), difference, verdict])
@@ -161,7 +162,7 @@ def run_kernels_on_the_stand_in(backend):
 
 def count_steps(step, steps):
     """The ledger of ``steps`` calls of ``step`` after one warm-up call, per step."""
-    from dlscratch import ledger
+    from dlscratch import ledger  # the old tree's place for it (OVERLAY)
 
     step()
     with ledger.counting() as counted:

@@ -9,7 +9,7 @@ Inside the block the parameters stay float32 (the master weights); each operatio
   inputs are cast up, since exponentials and long sums overflow or lose their small terms in float16;
 - everything else (``relu``, ``+``, pooling...) follows its inputs, by the promotion rule of ``dtypes.py``.
 
-The lists are in ``casting_lists.py``, which wraps those operations' entry points (``entry_points.py``) with
+The lists are in ``casting_lists.py``, which wraps those operations (``engine/wrappable.py``) with
 ``casts_to_low_precision`` and ``casts_to_float32`` below: the operations themselves never import autocast.
 
 The casts are ordinary graph nodes (``functions.conversion.Cast``), so backward casts each gradient back:
@@ -38,7 +38,7 @@ import threading
 
 import numpy
 
-from ..grad_mode import is_grad_enabled
+from ..engine.grad_mode import is_grad_enabled
 
 FLOAT32 = numpy.dtype(numpy.float32)
 

@@ -21,7 +21,7 @@ import numbers
 import numpy
 
 from .. import backend
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 
 _FLOAT32_MAX = float(numpy.finfo(numpy.float32).max)
 

@@ -18,6 +18,7 @@ SUITES = {
     "lstm": "dlscratch.bench.lstm",
     "launches": "dlscratch.bench.launches",
     "distributed": "dlscratch.bench.distributed",
+    "trace": "dlscratch.bench.trace",
 }
 
 

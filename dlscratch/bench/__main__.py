@@ -4,8 +4,9 @@
 import argparse
 import sys
 
-from .. import backend, memory
+from .. import backend
 from ..distributed.process_group import launched_rank
+from ..fast import malloc
 from . import SUITES, load_suite
 from .busy import busy_cores
 
@@ -58,7 +59,7 @@ def main(argv=None):
             backend.use(args.device)
         except RuntimeError as exc:
             parser.error(str(exc))
-    kept = memory.keep_freed_memory()  # as fit() and the lessons do: each step reuses the last one's memory
+    kept = malloc.keep_freed_memory()  # as fit() and the lessons do: each step reuses the last one's memory
     if launched_rank() == 0:  # under mpiexec (the distributed suite), rank 0 speaks for all
         print(backend.describe())
         print("freed memory kept in the process: " + ("yes" if kept else "no (DLSCRATCH_KEEP_MEMORY=0, or not glibc)"))

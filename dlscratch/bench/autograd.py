@@ -10,22 +10,22 @@ repeating) on float32 arrays runs six ways:
 - dlscratch forward and ``backward()``;
 - the same on the reference path (``dlscratch.reference()``): add, mul and tanh have no fast
   version of their own, but the fast path records the binary ones and walks back in one frame
-  each (``dlscratch/one_frame.py``), so the reference/fast ratio printed below the table is what
+  each (``dlscratch/fast/graph.py``), so the reference/fast ratio printed below the table is what
   that saves, the switch's own cost, and noise.
 
 Both sides run the same loop, so on small arrays, where arithmetic is nearly free, the
 difference per operation is the framework's own cost. On large arrays arithmetic dominates,
 and memory shows: the recorded graph keeps every intermediate array alive until backward,
 where the hand-written version keeps only the tanh outputs (``python -m dlscratch.bench`` keeps
-freed memory in the process, ``dlscratch/memory.py``, so it is not page-faulted back each call).
+freed memory in the process, ``dlscratch/fast/malloc.py``, so it is not page-faulted back each call).
 """
 
 import numpy
 
 from .. import backend
-from ..creation import generator
-from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..engine.creation import generator
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
 from .timing import format_table, measure_interleaved, median, on_the_fast_path, on_the_reference_path
 
 PATTERN = ("add", "mul", "add", "mul", "tanh")

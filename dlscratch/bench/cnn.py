@@ -15,9 +15,9 @@ interleaved too, on the CPU, and the "faster than DeZero" target is judged again
 import numpy
 
 from .. import backend, nn, optim
-from ..creation import manual_seed
-from ..functions.loss import cross_entropy
-from ..tensor import Tensor
+from ..engine.creation import manual_seed
+from ..engine.tensor import Tensor
+from ..operations.loss import cross_entropy
 from . import dezero_models, torch_device
 from .timing import (
     cpu_verdict,

@@ -12,10 +12,10 @@ Saito's *Deep Learning from Scratch 3*; see ``dezero_models``) where it imports.
 import numpy
 
 from .. import backend
-from ..creation import manual_seed
+from ..engine.creation import manual_seed
+from ..engine.tensor import Tensor
 from ..fast.im2col import resolve_method
-from ..functions.conv import conv2d
-from ..tensor import Tensor
+from ..operations.conv import conv2d
 from . import dezero_models, torch_device
 from .timing import (
     cpu_verdict,
@@ -78,7 +78,7 @@ def dlscratch_variants(shape, out):
     def forward_backward(method=None):
         for t in (xt, wt, bt):
             t.zero_grad()
-        conv2d(xt, wt, bt, padding=PADDING, method=method).backward(seed)
+        conv2d(xt, wt, bt, padding=PADDING, im2col_method=method).backward(seed)
 
     variants = {"dlscratch forward": forward, "dlscratch forward+backward": forward_backward}
     if backend.name() == "numpy":

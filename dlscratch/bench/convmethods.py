@@ -12,11 +12,11 @@ Winograd rows appear for 3 x 3 kernels only. The last lines name each case's fas
 import numpy
 
 from .. import backend
-from ..creation import tensor
-from ..functions.conv import conv2d
-from ..functions.conv_flops import conv_flops
-from ..tensor import Tensor
+from ..engine.creation import tensor
+from ..engine.tensor import Tensor
+from ..operations.conv import conv2d
 from . import torch_device
+from .conv_flops import conv_flops
 from .timing import format_table, measure_interleaved, median, on_the_fast_path
 
 # (name, (N, C, H, W), O, k): a small CNN's layers, deeper ones with more channels, then larger kernels

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numpy
 
 from .. import backend, distributed, nn, optim
-from ..creation import manual_seed
 from ..distributed import process_group
-from ..functions.loss import cross_entropy
-from ..tensor import Tensor
+from ..engine.creation import manual_seed
+from ..engine.tensor import Tensor
+from ..operations.loss import cross_entropy
 from .timing import format_table, median
 
 SIZES, GLOBAL_BATCH, REPEAT, ROUNDS = (784, 1000, 10), 128, 20, 5

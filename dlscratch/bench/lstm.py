@@ -29,9 +29,9 @@ import numpy
 
 from .. import backend, nn
 from .. import functional as F
-from ..creation import manual_seed, zeros
-from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..engine.creation import manual_seed, zeros
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
 from . import dezero_models, torch_device
 from .timing import (
     dezero_available,

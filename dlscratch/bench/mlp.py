@@ -14,9 +14,9 @@ the step of 784-1000-10 at batch 1 into its phases, to show where each framework
 import numpy
 
 from .. import backend, nn, optim
-from ..creation import manual_seed
-from ..functions.loss import cross_entropy
-from ..tensor import Tensor
+from ..engine.creation import manual_seed
+from ..engine.tensor import Tensor
+from ..operations.loss import cross_entropy
 from . import torch_device
 from .phases import measure_phases, median_phases
 from .timing import (

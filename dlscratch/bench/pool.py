@@ -11,9 +11,9 @@ fix, "scatter_add" the argmax with the shim's scatter-add, "offsets" the library
 import numpy
 
 from .. import backend
+from ..engine.tensor import Tensor
 from ..fast.pooling import DEFAULT_MAX_POOL_BACKWARD, MAX_POOL_BACKWARDS
-from ..functions.pooling import avg_pool2d, max_pool2d
-from ..tensor import Tensor
+from ..operations.pooling import avg_pool2d, max_pool2d
 from . import dezero_models, torch_device
 from .timing import (
     dezero_available,

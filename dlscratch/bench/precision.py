@@ -26,12 +26,12 @@ import numpy
 
 from .. import backend, nn, optim
 from ..amp import GradScaler, autocast
-from ..creation import manual_seed
-from ..functions.loss import cross_entropy
-from ..grad_mode import no_grad
+from ..engine.creation import manual_seed
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
 from ..nn.binary import BinaryConv2d, BinaryLinear, deployed_bytes
+from ..operations.loss import cross_entropy
 from ..quantization import quantize_model, stored_bytes
-from ..tensor import Tensor
 from .cnn import article_net
 from .timing import format_table, measure_interleaved, median, on_the_fast_path
 

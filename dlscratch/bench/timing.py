@@ -9,7 +9,8 @@ import functools
 import gc
 import time
 
-from .. import backend, paths
+from .. import backend
+from ..engine import switch
 
 
 def measure(fn, repeat=5, number=None, warmup=1):
@@ -157,7 +158,7 @@ def on_the_fast_path(fn):
     """``fn`` run on the fast path (the default), whatever path the caller is on."""
 
     def run():
-        with paths.fast():
+        with switch.fast_path():
             return fn()
 
     return run
@@ -167,7 +168,7 @@ def on_the_reference_path(fn):
     """``fn`` run on the reference path: what the fast path's tricks buy is the difference."""
 
     def run():
-        with paths.reference():
+        with switch.reference():
             return fn()
 
     return run

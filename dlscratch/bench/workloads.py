@@ -7,7 +7,7 @@ so it uses only API that existed there.
 
 The counts per step are CUPTI's, through ``torch.profiler``, in that profile (one NVIDIA H100 80GB, PyTorch 2.11
 with CUDA 13), copied here from its logs, which are not part of the repository: ``Workload.pytorch`` for eager
-PyTorch, ``Workload.cupti_8262fe3`` for the profiled dlscratch (``waits`` there are its
+PyTorch, ``Workload.cupti_profiled`` for the profiled dlscratch (``waits`` there are its
 ``cudaStreamSynchronize`` calls). Keys are the ledger's attribute names; a category that is absent was counted
 as 0.
 """
@@ -17,8 +17,7 @@ from typing import NamedTuple
 
 import numpy
 
-from .. import backend, nn
-from ..tensor import Tensor
+from .. import Tensor, backend, nn  # from the package: tools/calibrate_ledger.py runs this on an older layout
 from . import cnn, mlp
 
 
@@ -88,7 +87,7 @@ class Workload(NamedTuple):
     build: Callable  # build(quick=False) -> step()
     counted_steps: int
     pytorch: dict  # eager PyTorch on the same step
-    cupti_8262fe3: dict  # the profiled dlscratch on the same step
+    cupti_profiled: dict  # the profiled dlscratch on the same step
     pytorch_note: str = ""
 
 
@@ -117,6 +116,6 @@ COPIES = ["copies_device", "copies_to_host", "copies_to_device"]
 
 
 def cupti_launches(counts):
-    """What the GPU queued per step in ``counts`` (a ``pytorch`` or ``cupti_8262fe3`` dict): kernels, memsets
+    """What the GPU queued per step in ``counts`` (a ``pytorch`` or ``cupti_profiled`` dict): kernels, memsets
     and copies, as the ledger's ``launches`` counts them."""
     return sum(counts.get(category, 0) for category in ["kernels", "memsets"] + COPIES)

@@ -7,13 +7,13 @@ Read ``tensor.py`` (an array that remembers its creator), ``function.py`` (forwa
     w = Tensor(numpy.array([[3.0], [4.0]]), requires_grad=True)
     (x @ w * x).sum().backward()         # x.grad: [[20, 23]], w.grad: [[3], [6]]
 
-The library (``dlscratch``) is this core plus layers: its ``Tensor`` and ``Function`` subclass these
-and attach ``dlscratch/layers/`` at the extension points of ``function.py``; nothing here knows them.
+The library (``dlscratch``) is this core plus extensions: its ``Tensor`` and ``Function`` subclass these
+and attach ``dlscratch/engine/extensions/`` at the extension points of ``function.py``; nothing here knows them.
 """
 
-from .backprop import backward, reachable_functions
+from .backprop import reachable_functions, walk
 from .function import Function
 from .grad_mode import no_grad
 from .tensor import Tensor
 
-__all__ = ["Function", "Tensor", "backward", "no_grad", "reachable_functions"]
+__all__ = ["Function", "Tensor", "no_grad", "reachable_functions", "walk"]

@@ -24,7 +24,7 @@ def reachable_functions(root):
     return sorted(seen, key=_by_seq, reverse=True)
 
 
-def backward(output, grad):
+def walk(output, grad):
     """Propagate array ``grad`` (shaped like tensor ``output``) to every tensor ``output`` depends
     on: a leaf that requires grad adds its gradient to ``.grad``; a computed tensor's gradient is
     kept only until its creator has used it."""

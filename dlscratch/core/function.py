@@ -6,10 +6,10 @@ tensors runs ``forward`` and, when recording is on and an input requires grad, l
 to the function (``link``). It holds its inputs strongly and its outputs by weak reference, so a
 graph is freed as soon as the last tensor of it goes.
 
-The library's layers (``dlscratch/layers/``) attach at the *extension points* below: each does the plain
-thing here and more in the library. The library's ``Function.__call__`` (``dlscratch/function.py``) runs this
+The library's extensions (``dlscratch/engine/extensions/``) attach at the *extension points* below: each does the plain
+thing here and more in the library. The library's ``Function.__call__`` (``dlscratch/engine/function.py``) runs this
 ``__call__`` on the reference path and for a class that overrides an extension point; otherwise, on the fast
-path, the same steps in one frame (``dlscratch/one_frame.py``).
+path, the same steps in one frame (``dlscratch/fast/graph.py``).
 """
 
 import itertools

@@ -4,7 +4,7 @@ A tensor holds ``data`` (a NumPy or CuPy array), ``grad`` (a Tensor, or None unt
 pass reaches it), ``requires_grad``, and ``creator``: the ``Function`` whose output it is, None
 for a leaf. The operators build the graph as they compute (define-by-run); ``backward()`` walks
 it in reverse (backprop.py). ``data``, ``grad`` and ``requires_grad`` are properties, so that the
-library can check what is assigned (``dlscratch/tensor.py``); the engine reads ``_data`` and
+library can check what is assigned (``dlscratch/engine/tensor.py``); the engine reads ``_data`` and
 ``_requires_grad`` in its loops, which is faster.
 """
 
@@ -66,7 +66,7 @@ class Tensor:
         A scalar output starts from 1; any other needs ``grad``, an array of its shape."""
         if grad is None:
             grad = array_module(self._data).ones_like(self._data)
-        backprop.backward(self, grad)
+        backprop.walk(self, grad)
 
     def accumulate_grad(self, g):
         """Add array ``g`` to ``.grad`` (a new array each time: nothing else sees ``.grad`` change)."""

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 import numpy
 
 from .. import backend, random
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 
 
 class Dataset(ABC):

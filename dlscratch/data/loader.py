@@ -15,8 +15,9 @@ device here.
 
 import numpy
 
-from .. import backend, creation
-from ..tensor import Tensor
+from .. import backend
+from ..engine import creation
+from ..engine.tensor import Tensor
 from .dataset import _as_array
 from .workers import load_in_workers
 

@@ -10,7 +10,7 @@ Wrap them in a ``TensorDataset`` to train on them with a ``DataLoader``.
 
 import numpy
 
-from .. import creation
+from ..engine import creation
 
 
 def _rng(seed):

@@ -27,7 +27,8 @@ from concurrent.futures.process import BrokenProcessPool
 
 import numpy
 
-from .. import backend, creation
+from .. import backend
+from ..engine import creation
 
 _load = None  # in a worker: the function that loads one batch from its indices
 

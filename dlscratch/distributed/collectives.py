@@ -13,7 +13,7 @@ import functools
 import numpy
 
 from .. import backend
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 from . import nccl
 from .process_group import communicator, get_world_size, mpi, start_collective, watched
 

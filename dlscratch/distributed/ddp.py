@@ -25,9 +25,9 @@ sending sooner but pays MPI's latency more often: lesson 11 measures it.
 import contextlib
 
 from .. import autograd, backend
-from ..grad_mode import no_grad
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
 from ..nn.module import Module
-from ..tensor import Tensor
 from . import nccl
 from .collectives import all_gather_object, broadcast, widened
 from .process_group import communicator, get_rank, get_world_size, mpi, start_collective, watched

@@ -1,8 +1,9 @@
 """The fast path: dlscratch's speed, kept apart from the reference code a learner reads first.
 
-Each module is a faster version of an operation in ``dlscratch/functions/`` or ``dlscratch/optim/``, with the same
-signature and the same numbers (the tests run both and compare); ``dlscratch.paths`` picks one,
-``dlscratch.reference()`` runs the reference, and importing this package registers every fast version.
+Each module is a faster version of an operation in ``dlscratch/operations/`` or ``dlscratch/optim/``, with the same
+signature and the same numbers (the tests run both and compare); ``dlscratch.engine.switch`` picks one,
+``dlscratch.reference()`` runs the reference. Importing a module registers its fast versions; ``dlscratch/__init__.py``
+imports them all.
 
 - ``layout.py``: activations stay batch-last, as a convolution's GEMM leaves them, so no layer pays a transpose;
   ``threads.py``: large copies split over the cores.
@@ -13,20 +14,11 @@ signature and the same numbers (the tests run both and compare); ``dlscratch.pat
 - ``optim.py``: in-place updates without temporaries; ``matmul.py``: outer products as GEMMs.
 - ``tuning.py``: every machine-tuned size.
 
-Speed-ups that are not one operation's live elsewhere: ``dlscratch/one_frame.py`` (the engine),
-``dlscratch/memory.py`` (freed memory kept) and ``layers/fresh_grads.py`` (gradients adopted without a copy).
-"""
+The speed-ups that are no operation's fast version live here too:
 
-from . import (  # noqa: E402,F401  (importing registers the fast versions)
-    bias_relu,
-    conv,
-    dropout,
-    elementwise,
-    im2col,
-    loss,
-    lstm,
-    lstm_layer,
-    matmul,
-    optim,
-    pooling,
-)
+- ``graph.py``: the engine's fast path, recording an operation and the walk back in one frame each;
+- ``unshared_grads.py``: a leaf adopts a new GEMM gradient without a copy;
+- ``kept_arrays.py``: the seed of ``loss.backward()`` and scalar operands made once;
+- ``malloc.py``: freed memory kept in the process;
+- ``optim_halt.py`` and ``fit_steps.py``: ``fit``'s checks on the GPU, so the host waits only at progress updates.
+"""

@@ -16,14 +16,14 @@ import numpy
 
 from .. import backend
 from ..amp.autocast import casts_to_low_precision
-from ..functions.conv import conv2d
-from ..functions.matmul import linear
+from ..engine.switch import fast_version_of
+from ..engine.tensor import data_of
 from ..nn import activation
 from ..nn.container import apply_in_turn as reference_apply_in_turn
 from ..nn.conv import Conv2d
 from ..nn.linear import Linear
-from ..paths import fast_version_of
-from ..tensor import data_of
+from ..operations.conv import conv2d
+from ..operations.matmul import linear
 from . import elementwise
 from .layout import is_batch_last, new_array
 
@@ -43,7 +43,7 @@ class ReLU(elementwise.ReLU):  # the reference's class name, as a graph's node s
     """``relu(y + b)``, ``b: (O,)`` along ``axis`` of ``y``: a Linear's ``(*, O)`` (axis -1) or a convolution's
     ``(N, O, Ho, Wo)`` (axis 1), on GPU arrays."""
 
-    fresh_grads = True  # both gradients are new arrays: the bias adopts its own without a copy
+    returns_unshared_grads = True  # both gradients are new arrays: the bias adopts its own without a copy
 
     def __init__(self, axis):
         self.axis = axis

@@ -1,4 +1,4 @@
-"""Fast 2-D convolution: the reference's im2col and one GEMM (``functions/conv.py``), with the same numbers.
+"""Fast 2-D convolution: the reference's im2col and one GEMM (``operations/conv.py``), with the same numbers.
 
 - **The bias inside the GEMMs** (CPU): ``[W | b] @ [cols; 1]`` adds the bias and ``gy @ [cols; 1].T`` ends with
   its gradient, two passes over the output fewer. On a GPU, where the ones row and the concatenation would cost
@@ -7,7 +7,7 @@
   ``W.T @ gy`` (``tuning.BAND_NUMBERS``) is still in cache when col2im reads it. On a GPU with the ``kernel``
   method, one GEMM and one gather kernel that writes ``gx`` itself.
 - **No transposes**: the output is a view of the product's batch-last memory (``layout.py``).
-- **New gradients**, which a leaf adopts without a copy (``fresh_grads``).
+- **New gradients**, which a leaf adopts without a copy (``returns_unshared_grads``).
 
 ``python -m dlscratch.bench conv`` times this path beside the reference path.
 """
@@ -17,13 +17,13 @@ from dataclasses import replace
 import numpy
 
 from .. import backend
-from ..function import Function
-from ..functions import conv as reference
-from ..functions.conv_algorithms import registered_algorithm
-from ..functions.conv_checks import check_conv2d
-from ..functions.products import gemm
-from ..paths import fast_version_of
-from ..tensor import data_of
+from ..engine.function import Function
+from ..engine.switch import fast_version_of
+from ..engine.tensor import data_of
+from ..operations import conv as reference
+from ..operations.conv_algorithms import registered_algorithm
+from ..operations.conv_checks import check_conv2d
+from ..operations.products import gemm
 from . import tuning
 from .im2col import COL2IM, IM2COL, resolve_method
 from .layout import is_batch_last, to_batch_last, unpad_batch_last
@@ -31,21 +31,24 @@ from .threads import in_parts
 
 
 class Conv2dFunction(Function):
-    """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo)."""
+    """x: (N, C, H, W), weight: (O, C, kh, kw), bias: (O,) or absent -> (N, O, Ho, Wo).
+
+    The reference's class name on purpose: a program that reads ``type(y.grad_fn).__name__`` sees one name on both
+    paths."""
 
     name = "conv2d"  # the name errors and drawings use
 
-    fresh_grads = True
+    returns_unshared_grads = True
 
     def __init__(self, geometry, method):
         self.geometry, self.method = geometry, method
 
     def forward(self, x, weight, bias=None):
         geometry = self.geometry
-        rows = geometry.cols_shape[0]
+        rows, columns = geometry.cols_shape
         # the bias as a ones row of cols and a column of the weight matrix (not on a GPU or in float16: see above)
         self.bias_row = bias is not None and not backend.is_gpu_array(x) and x.dtype != numpy.float16
-        shape = (rows + self.bias_row, geometry.cols_shape[1])
+        shape = (rows + self.bias_row, columns)
         cols = backend.get_array_module(x).empty(shape, dtype=x.dtype)
         IM2COL[self.method](x, geometry, cols[:rows])
         matrix = weight.reshape(len(weight), -1)
@@ -125,10 +128,10 @@ def weight_gradient(gy, cols):
 
 
 @fast_version_of(reference.conv2d)
-def conv2d(x, weight, bias=None, stride=1, padding=0, method=None, algorithm="im2col"):
-    geometry = check_conv2d(x, weight, bias, stride, padding, method, algorithm, im2col_methods=True)
+def conv2d(x, weight, bias=None, stride=1, padding=0, im2col_method=None, algorithm="im2col"):
+    geometry = check_conv2d(x, weight, bias, stride, padding, im2col_method, algorithm, im2col_methods=True)
     if algorithm == "im2col":
-        convolution = Conv2dFunction(geometry, resolve_method(method, data_of(x), "conv2d"))
+        convolution = Conv2dFunction(geometry, resolve_method(im2col_method, data_of(x), "conv2d"))
     else:  # FFT and Winograd have one implementation, the reference's
         convolution = registered_algorithm(algorithm, (geometry.ph, geometry.pw))
     return convolution(x, weight) if bias is None else convolution(x, weight, bias)

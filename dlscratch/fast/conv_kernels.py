@@ -59,13 +59,13 @@ def size_arguments(g):
 
 
 def _geometry_of(sizes):
-    from ..functions.im2col import geometry
+    from ..operations.im2col import geometry
 
     N, C, H, W, _, _, kh, kw, sh, sw, ph, pw = (int(s) for s in sizes)
     return geometry((N, C, H, W), (kh, kw), (sh, sw), (ph, pw), "kernel")
 
 
-# The NumPy twins of the kernels are the slice methods (``strict_cupy/kernels.py`` checks them).
+# The NumPy twins of the kernels are the slice methods (``bench/strict_cupy/kernels.py`` checks them).
 def _im2col_twin(img, *sizes_and_col):
     *sizes, col = sizes_and_col
     im2col_slices(img, _geometry_of(sizes), out=col)

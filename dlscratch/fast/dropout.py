@@ -8,11 +8,11 @@ paths draw the same numbers from one seed. On a GPU, forward and backward are on
 
 from .. import backend
 from ..backend import get_array_module
-from ..creation import generator
-from ..function import Function
-from ..functions.dropout import apply_dropout
-from ..functions.dropout import dropout as reference_dropout
-from ..paths import fast_version_of
+from ..engine.creation import generator
+from ..engine.function import Function
+from ..engine.switch import fast_version_of
+from ..operations.dropout import apply_dropout
+from ..operations.dropout import dropout as reference_dropout
 from .layout import in_layout_of, memory_order, multiply_in_layout, new_array
 
 # the reference's numbers: the mask (u >= p) / (1 - p) in x's type, then x * mask

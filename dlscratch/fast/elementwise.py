@@ -5,9 +5,9 @@ in one pass, so a NaN in ``gy`` still propagates. ``bias_relu.py``'s fused node 
 """
 
 from .. import backend
-from ..functions.elementwise import ReLU as ReferenceReLU
-from ..functions.elementwise import relu as reference_relu
-from ..paths import fast_version_of
+from ..engine.switch import fast_version_of
+from ..operations.elementwise import ReLU as ReferenceReLU
+from ..operations.elementwise import relu as reference_relu
 from .layout import new_array
 
 _BACKWARD = "g = gy * (y > 0 ? (T)1 : (T)0)"

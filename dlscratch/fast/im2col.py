@@ -1,6 +1,6 @@
 """Fast im2col and col2im: the methods lesson 04 compares, the threaded copies, the CUDA kernels.
 
-The reference (``functions/im2col.py``) pads the input in NCHW order and copies one strided slice
+The reference (``operations/im2col.py``) pads the input in NCHW order and copies one strided slice
 per kernel offset, transposing it into the column layout as it goes. The methods here give the
 same numbers faster:
 
@@ -18,14 +18,14 @@ same numbers faster:
 """
 
 from .. import backend
-from ..function import Function
-from ..functions.im2col import _check_cols, geometry
-from ..functions.im2col import col2im as reference_col2im
-from ..functions.im2col import col2im_array as reference_col2im_array
-from ..functions.im2col import im2col as reference_im2col
-from ..functions.im2col import im2col_array as reference_im2col_array
-from ..paths import fast_version_of
-from ..tensor import data_of
+from ..engine.function import Function
+from ..engine.switch import fast_version_of
+from ..engine.tensor import data_of
+from ..operations.im2col import _check_cols, geometry
+from ..operations.im2col import col2im as reference_col2im
+from ..operations.im2col import col2im_array as reference_col2im_array
+from ..operations.im2col import im2col as reference_im2col
+from ..operations.im2col import im2col_array as reference_im2col_array
 from .conv_kernels import col2im_kernel, im2col_kernel
 from .im2col_slices import col2im_slices, columns_for, copy_channels, im2col_slices
 from .layout import pad_batch_last, unpad_batch_last

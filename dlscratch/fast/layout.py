@@ -13,7 +13,7 @@ from .threads import in_parts
 
 def memory_order(a):
     """``a``'s axes from the outermost in memory to the innermost (largest stride first)."""
-    return sorted(range(a.ndim), key=lambda axis: -a.strides[axis])
+    return sorted(range(a.ndim), key=a.strides.__getitem__, reverse=True)  # a stable sort: ties keep their order
 
 
 def is_batch_last(x):

@@ -1,6 +1,6 @@
 """Cross-entropy on the GPU: one kernel and a sum forward, one kernel backward, and no wait for the labels.
 
-The reference (``functions/loss.py``) checks the labels with ``int(labels.min())`` and ``int(labels.max())``, so
+The reference (``operations/loss.py``) checks the labels with ``int(labels.min())`` and ``int(labels.max())``, so
 the host waits for the GPU in every step, and it takes a launch per array operation. Here one thread per sample
 computes its row's log-sum-exp and loss, one per logit writes ``(softmax - one_hot) * gy / n``, and a label
 outside ``[0, C)`` makes its loss NaN on the device: the error is raised where the host reads the loss anyway, as
@@ -11,10 +11,10 @@ runs the reference, whose check costs no wait there.
 import numpy
 
 from .. import backend
-from ..functions.loss import CrossEntropy as ReferenceCrossEntropy
-from ..functions.loss import cross_entropy as reference_cross_entropy
-from ..paths import fast_version_of
-from ..tensor import Tensor
+from ..engine.switch import fast_version_of
+from ..engine.tensor import Tensor
+from ..operations.loss import CrossEntropy as ReferenceCrossEntropy
+from ..operations.loss import cross_entropy as reference_cross_entropy
 
 _FORWARD = """
 const ptrdiff_t row = i * C;  // sample i's logits are z[row] .. z[row + C - 1]

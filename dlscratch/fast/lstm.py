@@ -1,7 +1,7 @@
 """Fast LSTM cell: the point-wise half as one fused CUDA kernel each way, and batch-1 weight gradients as padded
 GEMMs (``matmul.py``).
 
-The plain point-wise half (``functions/lstm_pointwise.py``) is a dozen whole-array operations; on a GPU, at an LSTM
+The plain point-wise half (``operations/lstm_pointwise.py``) is a dozen whole-array operations; on a GPU, at an LSTM
 step's sizes, their launches set the time. ``lstm_kernels.py`` does the same arithmetic in one ``ElementwiseKernel``,
 reading the four gates as strided views: the "fused point-wise operations" of J. Appleyard's "Optimizing Recurrent
 Neural Networks in cuDNN 5" (NVIDIA Developer Blog, 2016). On the GPU the cell also adds its recurrent product and
@@ -10,13 +10,13 @@ launches (the ``nn.LSTMCell`` row).
 """
 
 from .. import backend
-from ..functions.lstm_cell import LSTMCell as ReferenceLSTMCell
-from ..functions.lstm_cell import apply_lstm_cell, check_cell_shapes
-from ..functions.lstm_cell import lstm_cell as reference_lstm_cell
-from ..functions.lstm_pointwise import backward_buffers, outputs_like, peephole_gradients
-from ..functions.lstm_pointwise import lstm_pointwise_backward as reference_backward
-from ..functions.lstm_pointwise import lstm_pointwise_forward as reference_forward
-from ..paths import fast_version_of
+from ..engine.switch import fast_version_of
+from ..operations.lstm_cell import LSTMCell as ReferenceLSTMCell
+from ..operations.lstm_cell import apply_lstm_cell, check_cell_shapes
+from ..operations.lstm_cell import lstm_cell as reference_lstm_cell
+from ..operations.lstm_pointwise import backward_buffers, outputs_like, peephole_gradients
+from ..operations.lstm_pointwise import lstm_pointwise_backward as reference_backward
+from ..operations.lstm_pointwise import lstm_pointwise_forward as reference_forward
 from . import lstm_kernels
 from .matmul import outer_or_matmul
 

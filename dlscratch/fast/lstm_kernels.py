@@ -144,7 +144,7 @@ def backward_recurrent_kernel(gates, c_prev, tanh_c, gh, gy, gc, gz, gc_prev):
     kernel(*_gates(gates), c_prev, tanh_c, gh, gy, gc, *_gates(gz), gc_prev)
 
 
-# The NumPy twin of the cell's kernel, the same arithmetic in the same order (``strict_cupy/kernels.py`` checks it).
+# The NumPy twin of the cell's kernel, the same arithmetic in the same order (bench/strict_cupy/kernels.py checks it).
 def _tanh(x):
     """``tanh`` of a ``T`` as the stand-in runs the C's ``tanh``: in float for float, else in double (so that a
     float16 result rounds as the C's does), before the result is stored as a ``T``."""

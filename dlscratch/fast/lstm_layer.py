@@ -1,6 +1,6 @@
 """An LSTM layer's time loop on the GPU with no copies or memsets in it: two launches per step each way.
 
-On a GPU a small step takes as long as its launches, and the reference loop (``functions/lstm_layer.py``) spends
+On a GPU a small step takes as long as its launches, and the reference loop (``operations/lstm_layer.py``) spends
 some on copying its running state into the saved arrays and on adding the recurrent product to the gates. Here,
 for sequences of one length (``batch_sizes = [N] * T``):
 
@@ -17,10 +17,10 @@ counts the layer's launches beside cuDNN's (the ``nn.LSTM`` row).
 """
 
 from .. import backend
-from ..functions.lstm_layer import LSTMLayer as ReferenceLSTMLayer
-from ..functions.lstm_layer import apply_lstm_layer
-from ..functions.lstm_layer import lstm_layer as reference_lstm_layer
-from ..paths import fast_version_of
+from ..engine.switch import fast_version_of
+from ..operations.lstm_layer import LSTMLayer as ReferenceLSTMLayer
+from ..operations.lstm_layer import apply_lstm_layer
+from ..operations.lstm_layer import lstm_layer as reference_lstm_layer
 from . import lstm_kernels
 from .lstm import bias_gradients, one_dtype
 

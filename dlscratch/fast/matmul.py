@@ -6,12 +6,12 @@ and row zero: the same numbers, on every core. ``python -m dlscratch.bench mlp``
 """
 
 from ..backend import get_array_module, is_gpu_array
-from ..functions.matmul import Linear as ReferenceLinear
-from ..functions.matmul import MatMul as ReferenceMatMul
-from ..functions.matmul import linear as reference_linear
-from ..functions.matmul import matmul as reference_matmul
-from ..functions.products import gemm
-from ..paths import fast_version_of
+from ..engine.switch import fast_version_of
+from ..operations.matmul import Linear as ReferenceLinear
+from ..operations.matmul import MatMul as ReferenceMatMul
+from ..operations.matmul import linear as reference_linear
+from ..operations.matmul import matmul as reference_matmul
+from ..operations.products import gemm
 from . import tuning
 
 

@@ -7,7 +7,7 @@ nothing is allocated after the first step. The rule runs on ``BLOCK_BYTES`` of r
 a block's arrays stay in cache from its first operation to its last.
 
 A step writes nothing until every update is prepared (``optim/optimizer.py``): an update here makes the first
-step's state, takes its work arrays and sets ``p.apply``, which writes when the step does. On a GPU each rule is
+step's state, takes its work arrays and sets ``staged.apply``, which writes when the step does. On a GPU each rule is
 one fused kernel per parameter (``optim_kernels.py``). When NumPy raises on floating-point errors
 (``numpy.seterr``), a CPU step runs the reference rule, because an update computed in place cannot be undone.
 ``python -m dlscratch.bench mlp`` times an SGD-with-momentum step beside PyTorch's.
@@ -18,10 +18,10 @@ import math
 import weakref
 
 from .. import backend
+from ..engine.switch import fast_version_of
 from ..optim.adadelta import AdaDelta
 from ..optim.adam import Adam
 from ..optim.sgd import SGD
-from ..paths import fast_version_of
 from . import optim_kernels
 
 BLOCK_BYTES = 1 << 18  # 256 KB of each array: the 5 to 7 arrays of a block fit in a 2 MB L2 cache
@@ -30,7 +30,7 @@ _work_arrays = weakref.WeakKeyDictionary()  # optimizer -> {key: work arrays}
 
 
 def in_blocks(optimizer, rule, arrays, n_work, *args):
-    """The write of one parameter's update (``p.apply``): ``rule(*pieces, *work, *args)`` on each block of rows
+    """The write of one parameter's update (``staged.apply``): ``rule(*pieces, *work, *args)`` on each block of rows
     of ``arrays`` (the parameter first, then arrays shaped like it), with ``n_work`` work arrays of a block's
     shape kept for ``optimizer``."""
     p = arrays[0]
@@ -142,57 +142,62 @@ def first_state(state, names, like):
     return True
 
 
-def computes_in_place(p):
+def _on_kernels(array):
+    """True when ``array``'s update can run as a fused kernel (``optim_kernels.py``): a GPU array, and kernels run."""
+    return backend.is_gpu_array(array) and backend.has_kernels()
+
+
+def computes_in_place(staged):
     """True when the update of ``p`` (a ``Staged``) may be computed in place: on a GPU (one kernel), or where
-    NumPy's floating-point errors do not raise (``p.may_write``)."""
-    return p.may_write or optim_kernels.runs_on_kernels(p.data)
+    NumPy's floating-point errors do not raise (``staged.may_write``)."""
+    return staged.may_write or _on_kernels(staged.data)
 
 
 @fast_version_of(SGD._update)
-def sgd_update(self, p, grad, state, group):
-    if not computes_in_place(p):
-        return SGD._update(self, p, grad, state, group)
+def sgd_update(self, staged, grad, state, group):
+    if not computes_in_place(staged):
+        return SGD._update(self, staged, grad, state, group)
     lr, momentum, weight_decay = float(group["lr"]), float(group["momentum"]), float(group["weight_decay"])
-    if optim_kernels.runs_on_kernels(p.data):
-        first = bool(momentum) and first_state(state, ["momentum_buffer"], p.data)
+    if _on_kernels(staged.data):
+        first = bool(momentum) and first_state(state, ["momentum_buffer"], staged.data)
         buf = state["momentum_buffer"] if momentum else None
-        p.apply = functools.partial(optim_kernels.sgd, grad, p.data, buf, lr, momentum, float(group["dampening"]),
-                                    weight_decay, group["nesterov"], first)
+        staged.apply = functools.partial(optim_kernels.sgd, grad, staged.data, buf, lr, momentum,
+                                         float(group["dampening"]), weight_decay, group["nesterov"], first)
         return
     if not momentum:
-        p.apply = in_blocks(self, sgd_block, [p.data, grad], 1, lr, weight_decay)
+        staged.apply = in_blocks(self, sgd_block, [staged.data, grad], 1, lr, weight_decay)
         return
-    first = first_state(state, ["momentum_buffer"], p.data)
-    p.apply = in_blocks(self, sgd_momentum_block, [p.data, grad, state["momentum_buffer"]], 2, lr, momentum,
-                        float(group["dampening"]), weight_decay, group["nesterov"], first)
+    first = first_state(state, ["momentum_buffer"], staged.data)
+    staged.apply = in_blocks(self, sgd_momentum_block, [staged.data, grad, state["momentum_buffer"]], 2, lr, momentum,
+                             float(group["dampening"]), weight_decay, group["nesterov"], first)
 
 
 @fast_version_of(Adam._update)
-def adam_update(self, p, grad, state, group):
-    if not computes_in_place(p):
-        return Adam._update(self, p, grad, state, group)
+def adam_update(self, staged, grad, state, group):
+    if not computes_in_place(staged):
+        return Adam._update(self, staged, grad, state, group)
     beta1, beta2 = (float(b) for b in group["betas"])
     lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
     t = state.get("step", 0) + 1
-    first = first_state(state, ["exp_avg", "exp_avg_sq"], p.data)
+    first = first_state(state, ["exp_avg", "exp_avg_sq"], staged.data)
     state["step"] = t
-    if optim_kernels.runs_on_kernels(p.data):
-        p.apply = functools.partial(optim_kernels.adam, grad, p.data, state["exp_avg"], state["exp_avg_sq"], lr,
-                                    beta1, beta2, eps, weight_decay, t)
+    if _on_kernels(staged.data):
+        staged.apply = functools.partial(optim_kernels.adam, grad, staged.data, state["exp_avg"], state["exp_avg_sq"],
+                                         lr, beta1, beta2, eps, weight_decay, t)
         return
-    p.apply = in_blocks(self, adam_block, [p.data, grad, state["exp_avg"], state["exp_avg_sq"]], 2, beta1, beta2,
-                        eps, weight_decay, lr / (1 - beta1**t), math.sqrt(1 - beta2**t), first)
+    staged.apply = in_blocks(self, adam_block, [staged.data, grad, state["exp_avg"], state["exp_avg_sq"]], 2, beta1,
+                             beta2, eps, weight_decay, lr / (1 - beta1**t), math.sqrt(1 - beta2**t), first)
 
 
 @fast_version_of(AdaDelta._update)
-def adadelta_update(self, p, grad, state, group):
-    if not computes_in_place(p):
-        return AdaDelta._update(self, p, grad, state, group)
+def adadelta_update(self, staged, grad, state, group):
+    if not computes_in_place(staged):
+        return AdaDelta._update(self, staged, grad, state, group)
     lr, rho, eps, weight_decay = (float(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
-    first = first_state(state, ["square_avg", "acc_delta"], p.data)
-    if optim_kernels.runs_on_kernels(p.data):
-        p.apply = functools.partial(optim_kernels.adadelta, grad, p.data, state["square_avg"], state["acc_delta"], lr,
-                                    rho, eps, weight_decay, first)
+    first = first_state(state, ["square_avg", "acc_delta"], staged.data)
+    if _on_kernels(staged.data):
+        staged.apply = functools.partial(optim_kernels.adadelta, grad, staged.data, state["square_avg"],
+                                         state["acc_delta"], lr, rho, eps, weight_decay, first)
         return
-    p.apply = in_blocks(self, adadelta_block, [p.data, grad, state["square_avg"], state["acc_delta"]], 3, rho, eps,
-                        weight_decay, lr, first)
+    staged.apply = in_blocks(self, adadelta_block, [staged.data, grad, state["square_avg"], state["acc_delta"]], 3,
+                             rho, eps, weight_decay, lr, first)

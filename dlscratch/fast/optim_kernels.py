@@ -7,7 +7,7 @@ launches`` counts the Qiita CNN's Adam step.
 
 The arithmetic is the NumPy fast path's, operation for operation, in float32, compiled with ``--fmad=false`` (a
 fused multiply-add rounds once where NumPy rounds twice), so both paths give the same bits. Every kernel also reads
-``halt``, a device array that ``fit`` (``training/device_steps.py``) sets when the loss or a gradient is not
+``halt``, a device array that ``fit`` (``fast/fit_steps.py``) sets when the loss or a gradient is not
 finite: while ``halt[0]`` is not 0 the kernel writes nothing, and the host never waits for the check.
 """
 
@@ -17,7 +17,7 @@ import math
 import numpy
 
 from .. import backend
-from ..optim.halt import halt_flag as _halt_flag
+from .optim_halt import halt_flag as _halt_flag
 
 
 def _unless_halted(body):
@@ -96,11 +96,6 @@ def _halting(twin):
     return halting_twin
 
 
-def runs_on_kernels(array):
-    """True when ``array``'s update can run as a fused kernel: a GPU array, and kernels run."""
-    return backend.is_gpu_array(array) and backend.has_kernels()
-
-
 def sgd(g, p, buf, lr, momentum, dampening, weight_decay, nesterov, first):
     """SGD's step, subtracted from ``p`` in place; with momentum ``buf``, the momentum buffer, is updated in
     place (``first``: it holds nothing yet)."""
@@ -136,7 +131,7 @@ def adadelta(g, p, v, u, lr, rho, eps, weight_decay, first):
     kernel(_halt_flag(p), g, float(weight_decay), rho, 1 - rho, eps, math.sqrt(eps), float(lr), int(first), v, u, p)
 
 
-# The NumPy twins of the kernels, the same arithmetic in the same order (``strict_cupy/kernels.py`` checks them).
+# The NumPy twins of the kernels, the same arithmetic in the same order (``bench/strict_cupy/kernels.py`` checks them).
 def _decayed(g, p, weight_decay):
     return g + p * weight_decay if weight_decay != 0 else g
 

@@ -21,11 +21,11 @@ times both paths and every variant.
 """
 
 from .. import backend
-from ..function import Function
-from ..functions.pooling import _geometry
-from ..functions.pooling import avg_pool2d as reference_avg_pool2d
-from ..functions.pooling import max_pool2d as reference_max_pool2d
-from ..paths import fast_version_of
+from ..engine.function import Function
+from ..engine.switch import fast_version_of
+from ..operations.pooling import _geometry
+from ..operations.pooling import avg_pool2d as reference_avg_pool2d
+from ..operations.pooling import max_pool2d as reference_max_pool2d
 from . import pooling_kernels
 from .layout import in_layout_of, new_array
 from .pool_windows import axis_views, crop, first_real, pad, padded_shape, running_max, window_views
@@ -141,7 +141,7 @@ class MaxPool2d(Function):
         geometry = self.geometry
         xp = backend.get_array_module(x)
         self.winner = None
-        if self.how == "offsets" and pooling_kernels.runs_on_kernels(x):  # the same winners, in one kernel
+        if self.how == "offsets" and backend.is_gpu_array(x) and backend.has_kernels():  # the same winners, one kernel
             self.like = x
             out_shape = (geometry.N, geometry.C, geometry.Ho, geometry.Wo)
             y = new_array(out_shape, x, x.dtype)

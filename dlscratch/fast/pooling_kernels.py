@@ -88,13 +88,9 @@ def _sizes(g):
     return (g.C, g.H, g.W, g.Ho, g.Wo, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw)
 
 
-def runs_on_kernels(x):
-    return backend.is_gpu_array(x) and backend.has_kernels()
-
-
-# The NumPy twins, the array path's arithmetic (``strict_cupy/kernels.py`` checks the kernels against them).
+# The NumPy twins, the array path's arithmetic (``bench/strict_cupy/kernels.py`` checks the kernels against them).
 def _geometry_of(x_shape, sizes):
-    from ..functions.pooling import geometry
+    from ..operations.pooling import geometry
 
     C, H, W, _, _, kh, kw, sh, sw, ph, pw = (int(v) for v in sizes)
     return geometry((x_shape[0], C, H, W), (kh, kw), (sh, sw), (ph, pw), "max_pool2d")

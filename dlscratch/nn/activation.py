@@ -1,6 +1,6 @@
 """Activation layers: the elementwise nonlinearities (and softmax) as modules, for ``Sequential``."""
 
-from .. import functions as fn
+from .. import operations as fn
 from .module import Module
 
 

@@ -17,11 +17,11 @@ import math
 import numpy
 
 from .. import backend
-from ..function import Function
-from ..functions import linear
-from ..functions.conv import conv2d
-from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..engine.function import Function
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
+from ..operations import linear
+from ..operations.conv import conv2d
 from .conv import Conv2d
 from .linear import Linear
 

@@ -2,7 +2,7 @@
 
 from collections import OrderedDict
 
-from ..paths import dispatch
+from ..engine.switch import switched
 from .module import Module
 
 
@@ -50,7 +50,7 @@ class Sequential(Module):
             raise IndexError(f"Sequential index {index} is out of range for {len(modules)} modules") from None
 
 
-@dispatch
+@switched
 def apply_in_turn(modules, x):
     """``x`` through each of ``modules`` in turn. On a GPU, the fast path computes a Linear's or a Conv2d's bias
     and the ReLU right after it in one kernel (``fast/bias_relu.py``), only for the library's own classes as

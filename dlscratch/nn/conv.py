@@ -5,9 +5,9 @@ import math
 import numpy
 
 from .. import backend
-from ..functions.conv import conv2d
-from ..functions.conv_algorithms import check_algorithm
-from ..functions.im2col import pair
+from ..operations.conv import conv2d
+from ..operations.conv_algorithms import check_algorithm
+from ..operations.im2col import pair
 from . import init
 from .module import Module, Parameter
 

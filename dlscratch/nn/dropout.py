@@ -1,6 +1,6 @@
 """``Dropout``: zero random activations while training, do nothing in evaluation."""
 
-from ..functions.dropout import check_probability, dropout
+from ..operations.dropout import check_probability, dropout
 from .module import Module
 
 

@@ -3,8 +3,8 @@
 import numpy
 
 from .. import backend
-from ..functions.embedding import check_padding_idx, embedding
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
+from ..operations.embedding import check_padding_idx, embedding
 from . import init
 from .module import Module, Parameter
 

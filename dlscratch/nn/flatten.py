@@ -1,6 +1,6 @@
 """``Flatten``: merge dimensions, typically images ``(N, C, H, W)`` into rows ``(N, C*H*W)``."""
 
-from ..functions import flatten
+from ..operations import flatten
 from .module import Module
 
 

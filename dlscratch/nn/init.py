@@ -14,9 +14,9 @@ import math
 import numpy
 
 from ..backend import get_array_module
-from ..creation import generator
-from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..engine.creation import generator
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
 
 
 def calculate_fan_in_and_fan_out(tensor):
@@ -69,7 +69,7 @@ def _random(tensor, draw):
 
 
 def _write(tensor, values):
-    """Overwrite in place as a counted write (see ``layers/versions.py``); not part of any graph."""
+    """Overwrite in place as a counted write (see ``engine/extensions/versions.py``); not part of any graph."""
     with no_grad():
         tensor.copy_(values)
 

@@ -5,7 +5,7 @@ import math
 import numpy
 
 from .. import backend
-from ..functions import linear
+from ..operations import linear
 from . import init
 from .module import Module, Parameter
 

@@ -1,5 +1,5 @@
 """Loss modules, PyTorch's ``nn.MSELoss``, ``nn.CrossEntropyLoss``, ``nn.NLLLoss`` and ``nn.BCEWithLogitsLoss``:
-each keeps its options and calls its function in ``dlscratch.functions.loss`` with them.
+each keeps its options and calls its function in ``dlscratch.operations.loss`` with them.
 
     criterion = nn.CrossEntropyLoss()
     loss = criterion(model(x), y)        # the same as F.cross_entropy(model(x), y)
@@ -7,9 +7,9 @@ each keeps its options and calls its function in ``dlscratch.functions.loss`` wi
 Class and element weights are buffers, so ``criterion.to("gpu")`` moves them with the module.
 """
 
-from ..creation import tensor
-from ..functions.loss import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss
-from ..tensor import Tensor
+from ..engine.creation import tensor
+from ..engine.tensor import Tensor
+from ..operations.loss import binary_cross_entropy_with_logits, cross_entropy, mse_loss, nll_loss
 from .module import Module
 
 

@@ -22,8 +22,8 @@ import numpy
 
 from .. import backend
 from ..device import device as device_type
-from ..grad_mode import no_grad
-from ..tensor import Tensor
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
 
 
 class Parameter(Tensor):

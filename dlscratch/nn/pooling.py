@@ -1,8 +1,8 @@
 """Pooling layers: ``MaxPool2d``, ``AvgPool2d`` and ``AdaptiveAvgPool2d`` on images ``(N, C, H, W)``, no
 parameters."""
 
-from ..functions.adaptive_pooling import adaptive_avg_pool2d
-from ..functions.pooling import avg_pool2d, check_window, max_pool2d
+from ..operations.adaptive_pooling import adaptive_avg_pool2d
+from ..operations.pooling import avg_pool2d, check_window, max_pool2d
 from .module import Module
 
 

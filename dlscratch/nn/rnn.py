@@ -11,12 +11,12 @@ import math
 import numpy
 
 from .. import backend
-from ..creation import zeros
-from ..functions import concatenate, dropout, stack
-from ..functions.dropout import check_probability
-from ..functions.lstm_cell import lstm_cell
-from ..functions.lstm_layer import lstm_layer
-from ..tensor import Tensor
+from ..engine.creation import zeros
+from ..engine.tensor import Tensor
+from ..operations import concatenate, dropout, stack
+from ..operations.dropout import check_probability
+from ..operations.lstm_cell import lstm_cell
+from ..operations.lstm_layer import lstm_layer
 from . import init
 from .module import Module, Parameter
 from .utils.rnn import PackedSequence
@@ -88,7 +88,7 @@ class LSTM(Module):
 
     Parameters per layer ``k``: ``weight_ih_lk: (4H, input)``, ``weight_hh_lk: (4H, H)``,
     ``bias_ih_lk, bias_hh_lk: (4H,)``, and the same with ``_reverse`` for the backward direction.
-    Each direction of each layer runs as one graph node (``functions/lstm_layer.py``): the input
+    Each direction of each layer runs as one graph node (``operations/lstm_layer.py``): the input
     GEMM for all steps before its time loop, the weight gradients in one GEMM each after it.
     """
 

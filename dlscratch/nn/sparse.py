@@ -8,7 +8,7 @@ matrix is SciPy's (``scipy.sparse``), on a GPU cuSPARSE's through ``cupyx.scipy.
 """
 
 from .. import backend
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 from .binary import _Binary
 from .linear import Linear
 from .module import Module

@@ -27,18 +27,18 @@ class AdaDelta(Optimizer):
             self._check(group, key, 0)
         self._check(group, "rho", 0, 1)
 
-    def _update(self, p, grad, state, group):
-        xp = get_array_module(p.data)
+    def _update(self, staged, grad, state, group):
+        xp = get_array_module(staged.data)
         lr, rho, eps, weight_decay = (float(group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
         g = grad
         if weight_decay:
-            g = g + weight_decay * p.data
+            g = g + weight_decay * staged.data
         if not state:
-            state.update(square_avg=xp.zeros_like(p.data), acc_delta=xp.zeros_like(p.data))
+            state.update(square_avg=xp.zeros_like(staged.data), acc_delta=xp.zeros_like(staged.data))
         v = state["square_avg"] = rho * state["square_avg"] + (1 - rho) * g * g  # g**2 overflows sooner in float16
         delta = xp.sqrt(state["acc_delta"] + eps) / xp.sqrt(v + eps) * g
         state["acc_delta"] = rho * state["acc_delta"] + (1 - rho) * delta * delta
-        p.delta = lr * delta
+        staged.delta = lr * delta
 
 
 Adadelta = AdaDelta  # PyTorch's spelling

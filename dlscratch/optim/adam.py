@@ -38,18 +38,18 @@ class Adam(Optimizer):
         for i, beta in enumerate(betas):
             self._check({"beta": beta}, "beta", 0, 1, high_open=True, label=f"beta parameter at index {i}")
 
-    def _update(self, p, grad, state, group):
-        xp = get_array_module(p.data)
+    def _update(self, staged, grad, state, group):
+        xp = get_array_module(staged.data)
         beta1, beta2 = (float(b) for b in group["betas"])
         lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         g = grad
         if weight_decay:
-            g = g + weight_decay * p.data
+            g = g + weight_decay * staged.data
         if not state:
-            state.update(step=0, exp_avg=xp.zeros_like(p.data), exp_avg_sq=xp.zeros_like(p.data))
+            state.update(step=0, exp_avg=xp.zeros_like(staged.data), exp_avg_sq=xp.zeros_like(staged.data))
         state["step"] += 1
         t = state["step"]
         m = state["exp_avg"] = beta1 * state["exp_avg"] + (1 - beta1) * g
         v = state["exp_avg_sq"] = beta2 * state["exp_avg_sq"] + (1 - beta2) * g * g
         denom = xp.sqrt(v) / math.sqrt(1 - beta2**t) + eps  # sqrt(v_hat) + eps
-        p.delta = m / denom * (lr / (1 - beta1**t))  # lr * m_hat / denom
+        staged.delta = m / denom * (lr / (1 - beta1**t))  # lr * m_hat / denom

@@ -2,19 +2,19 @@
 its own hyperparameters, as in PyTorch), per-parameter state (momentum buffers, moment
 estimates), and saves and restores both.
 
-A subclass defines ``_update(p, grad, state, group)``, the update rule of its docstring written
+A subclass defines ``_update(staged, grad, state, group)``, the update rule of its docstring written
 as array expressions. It computes one parameter's step without writing into any array it is
-given: ``p`` is a ``Staged`` stand-in that holds the parameter's array as ``p.data``, and the rule
-sets ``p.delta``, the amount to subtract from it; ``state`` is a copy of the parameter's state
+given: ``staged`` is a ``Staged`` stand-in that holds the parameter's array as ``staged.data``, and the rule
+sets ``staged.delta``, the amount to subtract from it; ``state`` is a copy of the parameter's state
 dict, whose entries the rule replaces by new arrays. The subclass names that state in
 ``array_state`` (arrays shaped like the parameter) and ``scalar_state`` (integers such as a step
-count). ``_update`` is the reference implementation; ``step`` runs the one ``dlscratch.paths``
-picks, by default a fast version (``dlscratch/fast/optim.py``) that sets ``p.apply`` instead: a
+count). ``_update`` is the reference implementation; ``step`` runs the one ``dlscratch.engine.switch``
+picks, by default a fast version (``dlscratch/fast/optim.py``) that sets ``staged.apply`` instead: a
 function that computes the step and writes it, with the new state, into the arrays in place.
 
 ``step`` is applied whole or not at all, alike on both paths: it prepares every parameter's update
-first, writing nothing, and only then writes them all (the reference's ``p.data -= p.delta``, the
-fast ``p.apply()``, the new state dicts), with signal handlers held back (``signals.py``). So an
+first, writing nothing, and only then writes them all (the reference's ``staged.data -= staged.delta``, the
+fast ``staged.apply()``, the new state dicts), with signal handlers held back (``signals.py``). So an
 exception raised while the updates are prepared (by an update rule, a parameter cast or moved after
 its state was made, a full memory) leaves the weights and the state of no step, and a
 ``KeyboardInterrupt`` from Ctrl-C or a ``SIGALRM`` handler during the writes arrives once they are
@@ -27,8 +27,9 @@ error) could leave a step split.
 
 import math
 
-from .. import backend, paths
-from ..tensor import Tensor
+from .. import backend
+from ..engine import switch
+from ..engine.tensor import Tensor
 from .signals import float_errors_deferred, float_errors_raise, signals_deferred
 
 
@@ -135,17 +136,19 @@ class Optimizer:
                 new.data -= new.delta
             else:
                 new.apply()
-            new.param.data = new.data  # counts the write (layers/versions.py)
+            new.param.data = new.data  # counts the write (engine/extensions/versions.py)
             self.state[new.param] = new.state
 
     def _check_arrays_fit(self):
         """Refuse a step, changing nothing, when a parameter's gradient or state is not of its dtype and device:
         the parameter was cast or moved (``half()``, ``to("cpu")``) after the optimizer made its state."""
         for i, p in enumerate(self._params()):
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
-            data, on_gpu = p.data, backend.is_gpu_array(p.data)
-            arrays = [("gradient", p.grad.data)]
+            data = p.data
+            on_gpu = backend.is_gpu_array(data)
+            arrays = [("gradient", grad.data)]
             arrays += [(name, value) for name, value in self.state.get(p, {}).items() if hasattr(value, "dtype")]
             for name, array in arrays:
                 if array.dtype != data.dtype or backend.is_gpu_array(array) is not on_gpu:
@@ -164,23 +167,24 @@ class Optimizer:
     def _prepare_step(self, may_write):
         """Every update of a step, prepared and not written: a list of ``Staged``, one per parameter that has
         a gradient (``may_write``: see ``Staged``)."""
-        update = paths.pick(type(self)._update)  # the reference rule, or its fast version
+        update = switch.implementation(type(self)._update)  # the reference rule, or its fast version
         staged = []
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
+                grad = p.grad
+                if grad is not None:
                     new = Staged(p, dict(self.state.get(p, ())), may_write)
-                    update(self, new, p.grad.data, new.state, group)
+                    update(self, new, grad.data, new.state, group)
                     if new.delta is None and new.apply is None:
-                        raise NotImplementedError(f"{type(self).__name__}._update must set p.delta, the amount "
-                                                  "to subtract from p.data (or p.apply)")
+                        raise NotImplementedError(f"{type(self).__name__}._update must set staged.delta, the amount "
+                                                  "to subtract from staged.data (or staged.apply)")
                     staged.append(new)
         return staged
 
-    def _update(self, p, grad, state, group):
+    def _update(self, staged, grad, state, group):
         """Compute one parameter's update from ``grad`` (an array shaped like it), its ``state`` (a
         copy of its state dict, empty at its first step) and the hyperparameters of its ``group``:
-        set ``p.delta`` (``p`` is a ``Staged``) and replace the entries of ``state`` by new arrays,
+        set ``staged.delta`` (``staged``: a ``Staged``) and replace the entries of ``state`` by new arrays,
         writing into none of the arrays given."""
         raise NotImplementedError(f"{type(self).__name__} must define _update()")
 

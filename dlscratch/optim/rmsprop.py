@@ -34,15 +34,15 @@ class RMSprop(Optimizer):
         if not isinstance(group["centered"], bool):
             raise ValueError(f"RMSprop: centered must be True or False, got {group['centered']!r}")
 
-    def _update(self, p, grad, state, group):
-        xp = get_array_module(p.data)
+    def _update(self, staged, grad, state, group):
+        xp = get_array_module(staged.data)
         lr, alpha, eps = float(group["lr"]), float(group["alpha"]), float(group["eps"])
         weight_decay, momentum = float(group["weight_decay"]), float(group["momentum"])
         g = grad
         if weight_decay:
-            g = g + weight_decay * p.data
+            g = g + weight_decay * staged.data
         if not state:
-            state.update(step=0, square_avg=xp.zeros_like(p.data))
+            state.update(step=0, square_avg=xp.zeros_like(staged.data))
         state["step"] += 1
         v = state["square_avg"] = alpha * state["square_avg"] + (1 - alpha) * g * g
         if group["centered"]:  # grad_avg starts at 0: its first value is (1 - alpha) * g
@@ -53,4 +53,4 @@ class RMSprop(Optimizer):
         if momentum:  # momentum_buffer starts at 0: its first value is u
             b = state.get("momentum_buffer")
             u = state["momentum_buffer"] = u if b is None else momentum * b + u
-        p.delta = lr * u
+        staged.delta = lr * u

@@ -26,16 +26,16 @@ class SGD(Optimizer):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("SGD: nesterov=True needs momentum > 0 and dampening = 0")
 
-    def _update(self, p, grad, state, group):
+    def _update(self, staged, grad, state, group):
         lr, momentum = float(group["lr"]), float(group["momentum"])
         dampening, weight_decay = float(group["dampening"]), float(group["weight_decay"])
         g = grad
         if weight_decay:
-            g = g + weight_decay * p.data
+            g = g + weight_decay * staged.data
         if momentum:
             b = state.get("momentum_buffer")
             # at t = 1, a copy: g may be the array of p.grad, which the buffer must not share
             b = g.copy() if b is None else momentum * b + (1 - dampening) * g
             state["momentum_buffer"] = b
             g = g + momentum * b if group["nesterov"] else b
-        p.delta = lr * g
+        staged.delta = lr * g

@@ -71,7 +71,7 @@ def float_errors_raise():
     that may), as set outside ``float_errors_deferred``: an update must then be computed before anything is
     written, or an error would split the step."""
     modes = _modes_outside.get() or numpy.geterr()
-    return any(mode in ("raise", "call") for mode in modes.values())
+    return not {"raise", "call"}.isdisjoint(modes.values())
 
 
 @contextlib.contextmanager

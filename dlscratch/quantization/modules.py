@@ -21,14 +21,14 @@ import copy
 import numpy
 
 from .. import backend
-from ..function import Function
-from ..functions.im2col import geometry, im2col_array
-from ..grad_mode import no_grad
+from ..engine.function import Function
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
 from ..nn.binary import _Binary
 from ..nn.conv import Conv2d
 from ..nn.linear import Linear
 from ..nn.module import Module
-from ..tensor import Tensor
+from ..operations.im2col import geometry, im2col_array
 from .affine import activation_params, quantize, weight_scales
 from .int_gemm import INT8_MATMUL_METHODS, int8_matmul
 

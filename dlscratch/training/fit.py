@@ -20,7 +20,7 @@ infinite gradient of a finite loss is caught before its update too.
 
 On a GPU each transfer makes the host wait for the device. With an optimizer of ``dlscratch.optim``
 there, the same checks run on the device instead, and the fused update writes nothing after a failed
-one; the host reads the losses and the checks at the progress updates only (``device_steps.py``).
+one; the host reads the losses and the checks at the progress updates only (``fit_steps.py``).
 ``evaluate`` reads its batches' numbers once at its end there.
 
 An optimizer of ``dlscratch.optim`` applies a step whole or not at all, whatever raises inside it
@@ -35,12 +35,17 @@ import numbers
 
 import numpy
 
-from .. import backend, memory
+from .. import backend
 from ..distributed.process_group import get_rank
-from ..grad_mode import no_grad
+from ..engine import switch
+from ..engine.grad_mode import no_grad
+from ..engine.tensor import Tensor
+from ..fast import fit_steps, malloc
+from ..optim.adadelta import AdaDelta
+from ..optim.adam import Adam
+from ..optim.optimizer import Optimizer
+from ..optim.sgd import SGD
 from ..optim.signals import signals_deferred
-from ..tensor import Tensor
-from . import device_steps
 from .history import History
 from .progress import progress_bar
 
@@ -137,7 +142,7 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     infinite, before that step's update, and ``TrainingInterrupted`` (a ``KeyboardInterrupt`` that
     carries the history so far) on Ctrl-C; either way the model holds the weights after the last
     complete step.
-    Keeps freed memory in the process from then on (``dlscratch.memory.keep_freed_memory``; set
+    Keeps freed memory in the process from then on (``dlscratch.fast.malloc.keep_freed_memory``; set
     ``DLSCRATCH_KEEP_MEMORY=0`` to leave the allocator alone).
     """
     metric_fns = _metric_functions("fit", metrics)
@@ -149,7 +154,7 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
         _check_count("fit: max_steps", max_steps)
     if scheduler is not None:
         _check_scheduler(scheduler, optimizer)
-    memory.keep_freed_memory()  # a step reuses the large arrays the last one freed
+    malloc.keep_freed_memory()  # a step reuses the large arrays the last one freed
     history = History()
     try:
         for epoch in range(1, epochs + 1):
@@ -178,11 +183,23 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     return history
 
 
+def runs_on_the_device(optimizer):
+    """True when ``optimizer``'s steps can be checked on the device: a stock SGD, Adam or AdaDelta of the
+    fast path whose every parameter is a GPU array, with kernels."""
+    if not isinstance(optimizer, (SGD, Adam, AdaDelta)) or type(optimizer).step is not Optimizer.step:
+        return False
+    update = type(optimizer)._update
+    if update not in (SGD._update, Adam._update, AdaDelta._update) or switch.implementation(update) is update:
+        return False  # a rule of its own, or the reference path (no fused kernels)
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    return bool(params) and backend.has_kernels() and all(backend.is_gpu_array(p.data) for p in params)
+
+
 def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch, max_steps):
     """One pass over the batches of ``loader``, one optimizer step each; returns the pass's ``_Meter``."""
     meter = _Meter(metric_fns, with_loss=True)
     model.train()
-    if device_steps.runs_on_the_device(optimizer):
+    if runs_on_the_device(optimizer):
         return _train_epoch_on_the_device(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch,
                                           max_steps, meter)
     for batch in loader:
@@ -214,8 +231,8 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
 
 def _train_epoch_on_the_device(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch, max_steps,
                                meter):
-    """``_train_epoch`` with the checks on the device (``device_steps.py``): no wait between two reads."""
-    steps = device_steps.Steps(optimizer, len(history.step_losses) + 1)
+    """``_train_epoch`` with the checks on the device (``fit_steps.py``): no wait between two reads."""
+    steps = fit_steps.Steps(optimizer, len(history.step_losses) + 1)
     done = False
     try:
         for batch in loader:
@@ -315,7 +332,7 @@ def evaluate(model, loader, loss_fn=None, metrics=("accuracy",)):
                 loss = None if loss_fn is None else _check_loss("evaluate", loss_fn(outputs, targets))
                 if backend.is_gpu_array(outputs.data):
                     pending.append((len(targets), _values(loss, outputs, targets, metric_fns), loss))
-                    if len(pending) >= device_steps.MOST_PENDING:
+                    if len(pending) >= fit_steps.MOST_PENDING:
                         _add_pending(pending, meter)
                     continue
                 loss_value, counts = _fetch(loss, outputs, targets, metric_fns)

@@ -15,7 +15,7 @@ again (an optimizer built before pruning trains it throughout, as in PyTorch), a
 import numpy
 
 from ... import backend
-from ...tensor import Tensor
+from ...engine.tensor import Tensor
 from ..binary import _Binary
 
 

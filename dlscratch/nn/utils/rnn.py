@@ -16,9 +16,9 @@ from collections import namedtuple
 import numpy
 
 from ...backend import get_array_module
-from ...functions import concatenate, stack
-from ...functions.indexing import put_rows, take_rows
-from ...tensor import Tensor
+from ...engine.tensor import Tensor
+from ...operations import concatenate, stack
+from ...operations.indexing import put_rows, take_rows
 
 
 class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):

@@ -1,0 +1,59 @@
+"""Adaptive average pooling: the output size is given, and the windows follow from it.
+
+PyTorch's windows: output row ``i`` of ``out`` averages input rows ``floor(i*H/out)`` to
+``ceil((i+1)*H/out)`` (end excluded). When ``out`` divides ``H`` these are ``H/out`` rows each, without
+overlap; otherwise neighbouring windows may share a row and differ in size by one. Columns alike.
+
+Averaging a rectangle is averaging its rows, then its columns, so the pooling is two small matrix
+products: ``y = R @ x @ C.T`` with ``R: (out_h, H)`` holding ``1/size`` across each row window
+and ``C: (out_w, W)`` likewise. The backward is the transpose of the same products,
+``gx = R.T @ gy @ C``: each input element receives ``1/size`` of the gradient of every window holding it.
+"""
+
+from .. import backend
+from ..engine.function import Function
+from .shape import is_int
+
+
+def window_matrix(size, out, xp, dtype):
+    """``(out, size)``: row ``i`` is ``1/count`` on PyTorch's window ``i`` of an axis of ``size``, 0 elsewhere."""
+    i = xp.arange(out)
+    start, end = (i * size) // out, -((-(i + 1) * size) // out)
+    position = xp.arange(size)
+    inside = (start[:, None] <= position) & (position < end[:, None])
+    return (inside / (end - start)[:, None]).astype(dtype)
+
+
+class AdaptiveAvgPool2d(Function):
+    """x: (..., H, W) -> (..., out_h, out_w), the mean of each of PyTorch's adaptive windows."""
+
+    saves_inputs = False  # backward reads the window matrices only
+
+    def __init__(self, output_size):
+        self.output_size = output_size
+
+    def forward(self, x):
+        xp = backend.get_array_module(x)
+        (out_h, out_w), (h, w) = self.output_size, x.shape[-2:]
+        self.rows, self.columns = window_matrix(h, out_h, xp, x.dtype), window_matrix(w, out_w, xp, x.dtype)
+        return self.rows @ x @ self.columns.T
+
+    def backward(self, gy):
+        return self.rows.T @ gy @ self.columns
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling of ``input: (N, C, H, W)`` or ``(C, H, W)`` to ``output_size``: an int ``s`` for
+    ``(s, s)``, or a pair ``(out_h, out_w)`` where None keeps that input size. ``output_size=1`` is global
+    average pooling. Any sizes work, with PyTorch's windows (module docstring)."""
+    if input.ndim not in (3, 4):
+        raise ValueError(f"adaptive_avg_pool2d: expected input (N, C, H, W) or (C, H, W), got shape {input.shape}")
+    if input.dtype.kind != "f":
+        raise TypeError(f"adaptive_avg_pool2d: expected a floating-point input, got {input.dtype}; use .float()")
+    sizes = (output_size, output_size) if is_int(output_size) else output_size
+    sizes = tuple(sizes) if isinstance(sizes, (tuple, list)) else (sizes,)
+    if len(sizes) != 2 or not all(s is None or (is_int(s) and s > 0) for s in sizes):
+        raise ValueError(f"adaptive_avg_pool2d: output_size must be a positive int or a pair of them (None keeps "
+                         f"the input's size), got {output_size!r}")
+    sizes = tuple(int(input.shape[-2 + k] if s is None else s) for k, s in enumerate(sizes))
+    return AdaptiveAvgPool2d(sizes)(input)
