@@ -248,6 +248,12 @@ def to_cpu(x):
 asnumpy = to_cpu
 
 
+def capturing():
+    """Whether the current CUDA stream is capturing a graph (``dlscratch.cuda.graph``); never on the CPU."""
+    return cupy is not None and _gpu_status is not None and _gpu_status[0] and \
+        cupy.cuda.get_current_stream().is_capturing()
+
+
 def synchronize():
     """Wait until all queued GPU work is done. Every GPU timing must end with this."""
     if cupy is not None and _gpu_status is not None and _gpu_status[0]:

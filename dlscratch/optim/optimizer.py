@@ -122,6 +122,11 @@ class Optimizer:
         is written, so the step is applied whole or not at all (module docstring). It works on the
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
         self._check_arrays_fit()
+        if self.scalar_state and backend.capturing():
+            raise RuntimeError(
+                f"{type(self).__name__}.step inside a CUDA graph capture: its {', '.join(self.scalar_state)} is a "
+                "number on the host, which the graph would keep at its captured value and never advance; step it "
+                "outside the capture (SGD and Adadelta keep all their state on the device)")
         if float_errors_raise():  # an error while computing must come before the first write
             staged = self._prepare_step(may_write=False)
             with signals_deferred(), float_errors_deferred():
@@ -131,12 +136,20 @@ class Optimizer:
                 self._write(self._prepare_step(may_write=True))
 
     def _write(self, staged):
+        capturing = backend.capturing()
         for new in staged:
             if new.apply is None:
                 new.data -= new.delta
             else:
                 new.apply()
             new.param.data = new.data  # counts the write (engine/extensions/versions.py)
+            if capturing:  # a graph replays on the arrays it captured: new state goes into the arrays held so far
+                old = self.state.get(new.param, {})
+                for name, array in new.state.items():
+                    held = old.get(name)
+                    if array is not held and getattr(held, "shape", None) == getattr(array, "shape", ()):
+                        held[...] = array
+                        new.state[name] = held
             self.state[new.param] = new.state
 
     def _check_arrays_fit(self):

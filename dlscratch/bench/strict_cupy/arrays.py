@@ -24,6 +24,7 @@ It runs CuPy's ``ElementwiseKernel`` by translating the kernel's C body (``kerne
 and the stand-in cannot tell (indices and assigned values may be host arrays), it is lenient too.
 """
 
+import functools
 import sys
 import time
 import types
@@ -32,6 +33,7 @@ import weakref
 import numpy
 
 from .. import ledger
+from . import capture
 from . import signatures as cupy_api
 
 _NAME = "strict CuPy stand-in (NumPy on the CPU)"
@@ -147,6 +149,18 @@ def _lenient(value):
     return value
 
 
+_HOST_READS = {"item", "tolist", "tobytes", "asnumpy"}  # CuPy's methods that copy to the host and wait
+
+
+def _captured(operation, inputs, wrap=None):
+    """``wrap(operation())`` (``wrap``: None keeps the result as it is), recorded as a node of the stream capture in
+    progress (``capture.py``); ``inputs``: the unwrapped arguments that the operation reads or writes."""
+    result = capture.run(operation, inputs, _current_stream())
+    wrapped = result if wrap is None else wrap(result)
+    capture.record(operation, list(_arrays_in([_lenient(wrapped)])), inputs)
+    return wrapped
+
+
 def _function(numpy_function, where, namespace, name, owner=None):
     """``numpy_function`` called as CuPy's ``namespace.name`` would be: arguments checked against CuPy's signature,
     NumPy arrays refused, results wrapped (and laid out as CuPy lays them out). ``owner``: the NumPy array
@@ -155,8 +169,14 @@ def _function(numpy_function, where, namespace, name, owner=None):
     def strict_function(*args, **kwargs):
         spec = cupy_api.check_call(namespace, name, args, kwargs)
         args, kwargs = _strict(args, where), _strict(kwargs, where)
-        result = numpy_function(*args, **kwargs)
-        wrapped = _wrap_all(result, None if cupy_api.lays_out_as_numpy(spec) else (owner, args, kwargs))
+        layout = None if cupy_api.lays_out_as_numpy(spec) else (owner, args, kwargs)
+        if capture.active is None:
+            wrapped = _wrap_all(numpy_function(*args, **kwargs), layout)
+        elif name in _HOST_READS:
+            capture.refuse(capture.CAPTURE_UNSUPPORTED, f"a read on the host ({name})")
+        else:
+            wrapped = _captured(lambda: numpy_function(*args, **kwargs), (owner, args, kwargs),
+                                lambda result: _wrap_all(result, layout))
         if ledger.open_ledgers:
             _count_call(name, owner, args, kwargs, wrapped)
         return wrapped
@@ -203,16 +223,22 @@ def _count_assignment(target, key, value):
 
 
 def _count_to_host(what):
+    if capture.active is not None:  # a read on the host waits for the device: CUDA refuses it while capturing
+        capture.refuse(capture.CAPTURE_UNSUPPORTED, f"a read on the host ({what})")
     if ledger.open_ledgers:  # cupy/_core/core.pyx: __float__, __int__, __repr__... are self.get(); get synchronizes
         ledger.record_all([("copy_to_host", what, 1), ("wait", what, 1)])
 
 
 def _count_wait(what):
+    if capture.active is not None:
+        capture.refuse(capture.CAPTURE_UNSUPPORTED, f"a wait for the device ({what})")
     if ledger.open_ledgers:
         ledger.record("wait", what)
 
 
 def _count_upload(what):
+    if capture.active is not None:  # a copy from pageable host memory is synchronous
+        capture.refuse(capture.CAPTURE_UNSUPPORTED, f"a copy from the host ({what})")
     if ledger.open_ledgers:  # core.pyx array(): copy_from_host_async into a new array
         ledger.record_all([("copy_to_device", what, 1), ("allocation", what, 1)])
 
@@ -245,9 +271,10 @@ def _apply_ufunc(ufunc, method, args, kwargs):
     out = kwargs.get("out")
     args, kwargs = _strict(args, where), _strict(kwargs, where)
     if ufunc is numpy.matmul and method == "__call__" and _half_operands(args, kwargs):
-        result = _half_matmul(*args, **kwargs)
+        compute = functools.partial(_half_matmul, *args, **kwargs)
     else:
-        result = getattr(ufunc, method)(*args, **kwargs)
+        compute = functools.partial(getattr(ufunc, method), *args, **kwargs)
+    result = compute() if capture.active is None else _captured(compute, (args, kwargs))
     if out is not None:
         result = out[0] if type(out) is tuple and len(out) == 1 else out
     else:
@@ -359,7 +386,11 @@ class ndarray:  # noqa: N801 (CuPy's name)
         """CuPy's ``fill``; a host value equal to zero, on a C-contiguous array, is a memset (``_zero_as_memset``)."""
         _function(self._a.fill, "ndarray.fill", "cupy.ndarray", "fill", owner=self._a)(value)
         if type(value) is not ndarray and self._a.flags.c_contiguous and self._a.dtype.kind in "fc" and value == 0:
-            self._a[...] = 0
+            target = self._a
+            if capture.active is not None:
+                _captured(lambda: target.fill(0), (target,))
+            else:
+                target[...] = 0
 
     @property
     def base(self):
@@ -368,6 +399,9 @@ class ndarray:  # noqa: N801 (CuPy's name)
         return None if base is None else _wrap(base) if isinstance(base, numpy.ndarray) else None
 
     def __getitem__(self, key):
+        if capture.active is not None:
+            key = _lenient(key)
+            return _captured(lambda: self._a[key], (self._a, key), _wrap)
         result = _wrap(self._a[_lenient(key)])
         if ledger.open_ledgers:
             _count_indexing(key, "take", result)
@@ -376,7 +410,11 @@ class ndarray:  # noqa: N801 (CuPy's name)
     def __setitem__(self, key, value):
         if ledger.open_ledgers:
             _count_assignment(self._a, key, value)
-        self._a[_lenient(key)] = _lenient(value)
+        key, value, target = _lenient(key), _lenient(value), self._a
+        if capture.active is not None:
+            _captured(lambda: target.__setitem__(key, value), (target, key, value))
+            return
+        target[key] = value
 
     def __divmod__(self, other):
         return _apply_ufunc(numpy.divmod, "__call__", (self, other), {})
@@ -457,14 +495,20 @@ def array(a, dtype=None, copy=True, order="K", ndmin=0):
         ledger.record_all([("kernel", "copy", 1), ("allocation", "array", 1)])
     elif type(a) is not ndarray:
         _count_upload("array")
-    return _wrap(_zero_as_memset(numpy.array(_lenient(a), dtype=dtype, order=order, ndmin=ndmin)))
+    source = _lenient(a)
+    compute = functools.partial(numpy.array, source, dtype=dtype, order=order, ndmin=ndmin)
+    if capture.active is not None:
+        return _captured(compute, (source,), _wrap)
+    return _wrap(_zero_as_memset(compute()))
 
 
 asanyarray = asarray
 
 
 def ascontiguousarray(a, dtype=None):
-    result = _wrap(numpy.ascontiguousarray(_strict(a, "ascontiguousarray"), dtype=dtype))
+    source = _strict(a, "ascontiguousarray")
+    compute = functools.partial(numpy.ascontiguousarray, source, dtype=dtype)
+    result = _wrap(compute()) if capture.active is None else _captured(compute, (source,), _wrap)
     if ledger.open_ledgers and result is not a:  # core.pyx ascontiguousarray: elementwise_copy into a new array
         ledger.record_all([("kernel", "copy", 1), ("allocation", "ascontiguousarray", 1)])
     return result
@@ -565,13 +609,27 @@ class _Stream:
         pass
 
     def use(self):
+        _streams[-1] = self
         return self
 
     def __enter__(self):
+        _streams.append(self)
         return self
 
     def __exit__(self, *exc):
+        _streams.pop()
         return False
+
+    def begin_capture(self, mode=None):
+        """Record the work issued on this stream as a graph instead of running it (``capture.py``)."""
+        capture.begin(self, self.null)
+
+    def end_capture(self):
+        """Stop recording; the captured ``Graph``."""
+        return capture.end(self)
+
+    def is_capturing(self):
+        return capture.active is not None and capture.active.stream is self
 
 
 class _Event:
@@ -623,17 +681,25 @@ _runtime = types.SimpleNamespace(
     deviceSynchronize=lambda: _count_wait("deviceSynchronize"),
 )
 _null_stream = _Stream(null=True)
+_streams = [_null_stream]  # the current stream last: ``with stream:`` pushes one, ``use()`` replaces the last
+
+
+def _current_stream():
+    return _streams[-1]
+
 _memory_pool = _MemoryPool()
 cuda = types.SimpleNamespace(
     runtime=_runtime,
     Stream=_Stream,
     Event=_Event,
     Device=_Device,
-    get_current_stream=lambda device=None: _null_stream,
+    get_current_stream=lambda device=None: _current_stream(),
     get_elapsed_time=lambda start, end: (end.time - start.time) * 1000.0,
     is_available=lambda: True,
     MemoryPool=_MemoryPool,
+    graph=types.SimpleNamespace(Graph=capture.Graph),
 )
+cuda.runtime.CUDARuntimeError = capture.CUDARuntimeError
 get_default_memory_pool = get_default_pinned_memory_pool = lambda: _memory_pool
 
 
@@ -645,7 +711,11 @@ def _scatter_add(a, slices, value):
         _count_indexing(slices, "scatter_add")
         if ledger.advanced_indices(slices) is None:
             ledger.record("kernel", "add")
-    numpy.add.at(a._a, _lenient(slices), _strict(value, "cupyx.scatter_add"))
+    compute = functools.partial(numpy.add.at, a._a, _lenient(slices), _strict(value, "cupyx.scatter_add"))
+    if capture.active is not None:
+        _captured(compute, compute.args)
+        return
+    compute()
 
 
 class _csr_matrix:  # noqa: N801 (cupyx.scipy.sparse's name)

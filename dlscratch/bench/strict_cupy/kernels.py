@@ -33,7 +33,7 @@ Where NVRTC is installed, every launch's source is also compiled first (``nvrtc.
 import numpy
 
 from .. import ledger
-from . import arrays, nvrtc
+from . import arrays, capture, nvrtc
 from .kernel_parser import Parser, UnsupportedKernelCode, as_cupy_writes
 from .kernel_threads import AmbiguousForCuda, KernelFault, Raw, Run, Variable, convert
 
@@ -118,6 +118,17 @@ class ElementwiseKernel:
         values = values[:len(self.inputs)] + outputs
         nvrtc.check(self, values, shape, size)  # where NVRTC is installed: CUDA's own verdict
         ledger.record("kernel", f"ElementwiseKernel {self.name}")
+        if capture.active is None:
+            self.launch(values, types, shape)
+        else:  # a node of the stream capture in progress, run again at each replay
+            arrays._captured(lambda: self.launch(values, types, shape), values)
+        wrapped = [arrays._wrap(a) for a in outputs]
+        if self.no_return:
+            return None
+        return tuple(wrapped) if self.return_tuple or len(wrapped) > 1 else wrapped[0]
+
+    def launch(self, values, types, shape):
+        """Run the kernel on ``values`` (its arguments, outputs last): every thread, or the twin and a sample."""
         if self.twin is not None and int(numpy.prod(shape)) > FULL_RUN_THREADS:
             if self.due_for_check(values):
                 self.run_sampled(values, types, shape)
@@ -125,10 +136,6 @@ class ElementwiseKernel:
                 self.twin(*values)
         else:
             self.run(values, types, shape)
-        wrapped = [arrays._wrap(a) for a in outputs]
-        if self.no_return:
-            return None
-        return tuple(wrapped) if self.return_tuple or len(wrapped) > 1 else wrapped[0]
 
     def due_for_check(self, values):
         """Whether this large launch checks its C body (``CHECKED_LAUNCHES``, ``RECHECK_EVERY``); counts it."""

@@ -1,0 +1,141 @@
+"""Stream capture on the stand-in: a CUDA graph recorded and replayed without a GPU.
+
+On a GPU, ``stream.begin_capture()`` makes the work issued on that stream a graph instead of running it, and
+``stream.end_capture()`` returns the graph, which ``graph.launch()`` then runs as one launch: the same kernels on
+the same memory, every time. Here each operation issued during a capture is recorded as a node (what it computes,
+from which arrays, into which arrays) and ``launch()`` redoes the nodes in order, writing into the arrays the
+capture made, so that the arrays a captured step leaves behind are the ones each replay fills.
+
+As on a GPU, the captured work does not count as done: at ``end_capture`` every array that existed before the
+capture holds what it held before it (each is copied at its first use inside the capture, and copied back), the
+arrays made inside hold nothing meaningful (NaN where a float can say so), and NumPy's global random state is as
+it was. What CUDA refuses while a stream captures, the stand-in refuses with CUDA's error name
+(``CUDARuntimeError``): reading a value on the host (``float(x)``, ``.get()``, ``bool(x)``), waiting for the
+device, copying from the host, capturing the legacy default stream, or issuing work on another stream than the
+one capturing.
+"""
+
+import numpy
+
+CAPTURE_UNSUPPORTED = "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing"
+CAPTURE_IMPLICIT = ("cudaErrorStreamCaptureImplicit: operation would make the legacy stream depend on a capturing "
+                    "blocking stream")
+
+
+class CUDARuntimeError(RuntimeError):
+    """CuPy's ``cupy.cuda.runtime.CUDARuntimeError``: CUDA refused a call; the message starts with its error name."""
+
+
+class Capture:
+    """A capture in progress on ``stream``: its nodes, the arrays it made, and the arrays it found, as they were."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.nodes = []  # (redo, outputs): redo() gives the operation's fresh results; outputs, where they go
+        self.made = {}  # id -> NumPy array made inside the capture (kept alive: a graph's memory is its own)
+        self.before = {}  # id -> (NumPy array that existed before, its copy at first use)
+        self.random_state = numpy.random.get_state()
+
+
+active = None  # the capture in progress: one at a time, as on one device
+
+
+def refuse(message, what):
+    """Raise CUDA's error for ``what`` (a host read, a wait...), issued while a stream captures."""
+    raise CUDARuntimeError(f"{message} ({what} inside a CUDA graph capture: capture the work on the device only, "
+                           "and read results after the capture ends or after a replay)")
+
+
+def begin(stream, null):
+    """Start capturing ``stream``; ``null``: it is the legacy default stream, which CUDA cannot capture."""
+    global active
+    if null:
+        refuse(CAPTURE_UNSUPPORTED, "capturing the legacy default stream; capture a Stream(non_blocking=True)")
+    if active is not None:
+        refuse(CAPTURE_UNSUPPORTED, "a second capture")
+    active = Capture(stream)
+
+
+def end(stream):
+    """Stop capturing ``stream``: undo what the capture ran, and return its ``Graph``."""
+    global active
+    if active is None or active.stream is not stream:
+        raise CUDARuntimeError("cudaErrorIllegalState: the stream is not capturing")
+    capture, active = active, None
+    for array, copy in capture.before.values():
+        numpy.copyto(array, copy)
+    for array in capture.made.values():
+        if array.flags.owndata and array.dtype.kind in "fc":
+            array.fill(numpy.nan)
+    numpy.random.set_state(capture.random_state)
+    return Graph(capture.nodes, list(capture.made.values()))
+
+
+def run(operation, inputs, current_stream):
+    """``operation()``, recorded as a node of the capture in progress (``inputs``: the NumPy arrays it reads or
+    writes); returns its result."""
+    if current_stream is not active.stream:
+        refuse(CAPTURE_IMPLICIT, "work on another stream than the capturing one")
+    for array in _arrays(inputs):
+        if array.flags.writeable and id(array) not in active.made and id(array) not in active.before:
+            active.before[id(array)] = (array, array.copy())
+    result = operation()
+    return result
+
+
+def record(redo, outputs, inputs):
+    """Add a node: ``redo()`` gives fresh results, laid out as ``outputs`` (the NumPy arrays the captured call
+    returned); those of them that are new, not views of ``inputs``, are the graph's and are written at a replay."""
+    given = list(_arrays(inputs))
+    targets = []
+    for array in outputs:
+        if array is None or any(array is a or numpy.may_share_memory(array, a) for a in given):
+            targets.append(None)  # written in place, or a view: the redone operation reaches it by itself
+        else:
+            active.made[id(array)] = array
+            targets.append(array)
+    active.nodes.append((redo, targets))
+
+
+class Graph:
+    """CuPy's ``cupy.cuda.graph.Graph``: ``launch()`` runs the captured nodes in order."""
+
+    def __init__(self, nodes, memory):
+        self._nodes, self._memory = nodes, memory
+
+    def launch(self, stream=None):
+        if active is not None:
+            refuse(CAPTURE_UNSUPPORTED, "launching a graph")
+        for redo, targets in self._nodes:
+            fresh = redo()
+            if any(t is not None for t in targets):
+                for target, value in zip(targets, _results(fresh)):
+                    if target is not None:
+                        numpy.copyto(target, value)
+
+    def upload(self, stream=None):
+        """CUDA uploads a graph's work before its first launch; nothing to do here."""
+
+    def __len__(self):
+        return len(self._nodes)
+
+
+def _results(value):
+    """The arrays of a fresh result, in the order ``_arrays`` finds the captured ones (scalars as 0-d arrays)."""
+    if isinstance(value, (numpy.ndarray, numpy.generic)):
+        return [numpy.asarray(value)]
+    if type(value) in (tuple, list):
+        return [a for v in value for a in _results(v)]
+    return []
+
+
+def _arrays(values):
+    """The NumPy arrays among ``values`` and inside tuples, lists and dicts."""
+    if isinstance(values, numpy.ndarray):
+        yield values
+    elif type(values) in (tuple, list):
+        for v in values:
+            yield from _arrays(v)
+    elif type(values) is dict:
+        for v in values.values():
+            yield from _arrays(v)
