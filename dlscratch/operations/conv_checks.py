@@ -18,10 +18,9 @@ def check_conv2d(x, weight, bias, stride, padding, im2col_method, algorithm, im2
         raise ValueError(
             f"conv2d: weight must be 4-D (out_channels, in_channels, kh, kw), got shape {tuple(weight.shape)}"
         )
-    shapes = {"input": x.shape, "weight": weight.shape, "bias": None if bias is None else bias.shape}
-    windows = geometry(shapes["input"], tuple(shapes["weight"][2:]), stride, padding, "conv2d")
-    _check_shapes(**shapes)
-    _check_dtypes({"input": x.dtype, "weight": weight.dtype, "bias": None if bias is None else bias.dtype})
+    windows = geometry(x.shape, tuple(weight.shape[2:]), stride, padding, "conv2d")
+    _check_shapes(x, weight, bias)
+    _check_dtypes(x, weight, bias)
     if algorithm != "im2col":
         check_algorithm(algorithm, (windows.kh, windows.kw), (windows.sh, windows.sw), im2col_method)
     if not im2col_methods:
@@ -35,24 +34,25 @@ def _check_types(x, weight, bias):
             raise TypeError(f"conv2d: {name} must be a Tensor, got {type(a).__name__}")
 
 
-def _check_shapes(input, weight, bias):  # noqa: A002  (the shapes, by the arguments' names)
-    if weight[0] == 0:
-        raise ValueError(f"conv2d: weight of shape {tuple(weight)} has no output channels; it needs at least one")
-    if input[1] != weight[1]:
+def _check_shapes(x, weight, bias):
+    if weight.shape[0] == 0:
+        raise ValueError(f"conv2d: weight of shape {tuple(weight.shape)} has no output channels; it needs at least one")
+    if x.shape[1] != weight.shape[1]:
         raise ValueError(
-            f"conv2d: input of shape {tuple(input)} has {input[1]} channels but weight of shape "
-            f"{tuple(weight)} expects {weight[1]}; the weight is (out_channels, in_channels, kh, kw)"
+            f"conv2d: input of shape {tuple(x.shape)} has {x.shape[1]} channels but weight of shape "
+            f"{tuple(weight.shape)} expects {weight.shape[1]}; the weight is (out_channels, in_channels, kh, kw)"
         )
-    if bias is not None and tuple(bias) != (weight[0],):
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise ValueError(
-            f"conv2d: bias of shape {tuple(bias)} does not match weight {tuple(weight)}; expected ({weight[0]},)"
+            f"conv2d: bias of shape {tuple(bias.shape)} does not match weight {tuple(weight.shape)}; "
+            f"expected ({weight.shape[0]},)"
         )
 
 
-def _check_dtypes(dtypes):
-    """``dtypes``: ``{"input": dtype, "weight": dtype, "bias": dtype or None}``."""
-    floats = {d for d in dtypes.values() if d is not None and d.kind == "f"}
+def _check_dtypes(x, weight, bias):
+    arrays = {"input": x, "weight": weight, "bias": bias}
+    floats = {a.dtype for a in arrays.values() if a is not None and a.dtype.kind == "f"}
     # an integer input (uint8 pixels) becomes the weight's dtype (engine/extensions/dtypes.py); floats must agree
-    if len(floats) != 1 or dtypes["weight"].kind != "f" or (dtypes["bias"] is not None and dtypes["bias"].kind != "f"):
-        got = ", ".join(f"{name} {d}" for name, d in dtypes.items() if d is not None)
+    if len(floats) != 1 or weight.dtype.kind != "f" or (bias is not None and bias.dtype.kind != "f"):
+        got = ", ".join(f"{name} {a.dtype}" for name, a in arrays.items() if a is not None)
         raise TypeError(f"conv2d: input, weight and bias must share one floating-point dtype, got {got}; use .astype()")

@@ -122,7 +122,8 @@ class Optimizer:
         is written, so the step is applied whole or not at all (module docstring). It works on the
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
         self._check_arrays_fit()
-        if self.scalar_state and backend.capturing():
+        capturing = backend.capturing()
+        if self.scalar_state and capturing:
             raise RuntimeError(
                 f"{type(self).__name__}.step inside a CUDA graph capture: its {', '.join(self.scalar_state)} is a "
                 "number on the host, which the graph would keep at its captured value and never advance; step it "
@@ -130,13 +131,12 @@ class Optimizer:
         if float_errors_raise():  # an error while computing must come before the first write
             staged = self._prepare_step(may_write=False)
             with signals_deferred(), float_errors_deferred():
-                self._write(staged)
+                self._write(staged, capturing)
         else:  # the warnings of computing and of writing, on either path, come once the step is whole
             with signals_deferred(), float_errors_deferred():
-                self._write(self._prepare_step(may_write=True))
+                self._write(self._prepare_step(may_write=True), capturing)
 
-    def _write(self, staged):
-        capturing = backend.capturing()
+    def _write(self, staged, capturing):
         for new in staged:
             if new.apply is None:
                 new.data -= new.delta
@@ -147,7 +147,7 @@ class Optimizer:
                 old = self.state.get(new.param, {})
                 for name, array in new.state.items():
                     held = old.get(name)
-                    if array is not held and getattr(held, "shape", None) == getattr(array, "shape", ()):
+                    if held is not array and hasattr(array, "shape") and getattr(held, "shape", None) == array.shape:
                         held[...] = array
                         new.state[name] = held
             self.state[new.param] = new.state

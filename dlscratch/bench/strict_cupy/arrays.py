@@ -155,6 +155,7 @@ _HOST_READS = {"item", "tolist", "tobytes", "asnumpy"}  # CuPy's methods that co
 def _captured(operation, inputs, wrap=None):
     """``wrap(operation())`` (``wrap``: None keeps the result as it is), recorded as a node of the stream capture in
     progress (``capture.py``); ``inputs``: the unwrapped arguments that the operation reads or writes."""
+    inputs = list(_arrays_in([inputs]))
     result = capture.run(operation, inputs, _current_stream())
     wrapped = result if wrap is None else wrap(result)
     capture.record(operation, list(_arrays_in([_lenient(wrapped)])), inputs)

@@ -68,28 +68,27 @@ def end(stream):
         if array.flags.owndata and array.dtype.kind in "fc":
             array.fill(numpy.nan)
     numpy.random.set_state(capture.random_state)
-    return Graph(capture.nodes, list(capture.made.values()))
+    return Graph(capture.nodes)
 
 
 def run(operation, inputs, current_stream):
-    """``operation()``, recorded as a node of the capture in progress (``inputs``: the NumPy arrays it reads or
-    writes); returns its result."""
+    """``operation()`` run inside the capture in progress; ``inputs``: the NumPy arrays it reads or writes, each
+    copied at its first use so that ``end`` can undo the capture."""
     if current_stream is not active.stream:
         refuse(CAPTURE_IMPLICIT, "work on another stream than the capturing one")
-    for array in _arrays(inputs):
+    for array in inputs:
         if array.flags.writeable and id(array) not in active.made and id(array) not in active.before:
             active.before[id(array)] = (array, array.copy())
-    result = operation()
-    return result
+    return operation()
 
 
 def record(redo, outputs, inputs):
     """Add a node: ``redo()`` gives fresh results, laid out as ``outputs`` (the NumPy arrays the captured call
-    returned); those of them that are new, not views of ``inputs``, are the graph's and are written at a replay."""
-    given = list(_arrays(inputs))
+    returned); those of them that are new, not views of ``inputs`` (NumPy arrays), are the graph's and are written
+    at a replay."""
     targets = []
     for array in outputs:
-        if array is None or any(array is a or numpy.may_share_memory(array, a) for a in given):
+        if any(array is a or numpy.may_share_memory(array, a) for a in inputs):
             targets.append(None)  # written in place, or a view: the redone operation reaches it by itself
         else:
             active.made[id(array)] = array
@@ -98,10 +97,11 @@ def record(redo, outputs, inputs):
 
 
 class Graph:
-    """CuPy's ``cupy.cuda.graph.Graph``: ``launch()`` runs the captured nodes in order."""
+    """CuPy's ``cupy.cuda.graph.Graph``: ``launch()`` runs the captured nodes in order (they hold the memory the
+    capture made)."""
 
-    def __init__(self, nodes, memory):
-        self._nodes, self._memory = nodes, memory
+    def __init__(self, nodes):
+        self._nodes = nodes
 
     def launch(self, stream=None):
         if active is not None:
@@ -121,21 +121,11 @@ class Graph:
 
 
 def _results(value):
-    """The arrays of a fresh result, in the order ``_arrays`` finds the captured ones (scalars as 0-d arrays)."""
+    """The arrays of a fresh result, in the order ``arrays._arrays_in`` finds the captured ones (scalars as 0-d
+    arrays)."""
     if isinstance(value, (numpy.ndarray, numpy.generic)):
         return [numpy.asarray(value)]
     if type(value) in (tuple, list):
         return [a for v in value for a in _results(v)]
     return []
 
-
-def _arrays(values):
-    """The NumPy arrays among ``values`` and inside tuples, lists and dicts."""
-    if isinstance(values, numpy.ndarray):
-        yield values
-    elif type(values) in (tuple, list):
-        for v in values:
-            yield from _arrays(v)
-    elif type(values) is dict:
-        for v in values.values():
-            yield from _arrays(v)
