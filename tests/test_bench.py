@@ -320,10 +320,11 @@ class TestCommandAndTiming:
         assert callable(module.run)
 
     def test_an_unknown_suite_is_refused_with_the_list_of_suites(self):
-        assert sorted(SUITES) == ["autograd", "cnn", "conv", "convmethods", "distributed", "launches", "lstm", "mlp",
-                                  "pool", "precision", "trace"]
+        assert sorted(SUITES) == ["autograd", "cnn", "conv", "convmethods", "distributed", "graphs", "launches", "lstm",
+                                  "mlp", "pool", "precision", "trace"]
         with pytest.raises(ValueError, match="^unknown benchmark suite 'nosuch'; choose one of: autograd, cnn, conv, "
-                                             "convmethods, distributed, launches, lstm, mlp, pool, precision, trace$"):
+                                             "convmethods, distributed, graphs, launches, lstm, mlp, pool, precision, "
+                                             "trace$"):
             load_suite("nosuch")
 
     def test_cli_rejects_an_unknown_suite(self):

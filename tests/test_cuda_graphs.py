@@ -38,10 +38,23 @@ def cnn():
     return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 3))
 
 
+def qiita_cnn():
+    """The Qiita article's CNN (``bench/cnn.py``), on 8x8 images."""
+    return nn.Sequential(nn.Conv2d(1, 10, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(160, 100), nn.ReLU(), nn.Linear(100, 10))
+
+
+def mlp_with_dropout():
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 4))
+
+
 MODELS = {
     "MLP, SGD with momentum": (mlp, lambda p: optim.SGD(p, lr=0.1, momentum=0.9), (5, 8), 4),
     "CNN with pooling, SGD": (cnn, lambda p: optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-4), (4, 1, 8, 8), 3),
     "MLP, Adadelta": (mlp, lambda p: optim.Adadelta(p, lr=1.0), (5, 8), 4),
+    "Qiita CNN, capturable Adam": (qiita_cnn, lambda p: optim.Adam(p, lr=1e-3, capturable=True), (3, 1, 8, 8), 10),
+    "MLP, capturable RMSprop": (mlp, lambda p: optim.RMSprop(p, lr=0.01, momentum=0.5, capturable=True), (5, 8), 4),
+    "MLP with dropout, SGD": (mlp_with_dropout, lambda p: optim.SGD(p, lr=0.1), (5, 8), 4),
 }
 
 
@@ -69,7 +82,7 @@ def host(t):
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_replays_of_a_captured_step_give_the_eager_steps_weights_bit_for_bit(stand_in, name):
+def test_replays_of_a_captured_step_give_the_eager_steps_weights_bit_for_bit(capturable_gemm, name):
     data = batches(MODELS[name][2], MODELS[name][3])
     eager, eager_optimizer = build(name)
     losses = [float(step(eager, eager_optimizer, on_gpu(x), on_gpu(y))) for x, y in data]
@@ -103,7 +116,7 @@ def test_replays_of_a_captured_step_give_the_eager_steps_weights_bit_for_bit(sta
     ("a wait for the device", lambda loss: dlscratch.cuda.synchronize()),
     ("a copy from the host", lambda loss: dlscratch.tensor([1.0]).to("gpu")),
 ])
-def test_what_cuda_refuses_inside_a_capture_is_refused_by_its_name(stand_in, what, inside):
+def test_what_cuda_refuses_inside_a_capture_is_refused_by_its_name(capturable_gemm, what, inside):
     model, optimizer = build("MLP, SGD with momentum")
     x, y = on_gpu(np.ones((5, 8), np.float32)), on_gpu(np.zeros(5, np.int64))
     step(model, optimizer, x, y)
@@ -119,15 +132,124 @@ def test_what_cuda_refuses_inside_a_capture_is_refused_by_its_name(stand_in, wha
 
 
 @pytest.mark.parametrize("make", [optim.Adam, optim.RMSprop])
-def test_an_optimizer_that_counts_steps_on_the_host_is_refused_inside_a_capture(stand_in, make):
+def test_an_optimizer_that_counts_steps_on_the_host_is_refused_inside_a_capture(capturable_gemm, make):
     dlscratch.manual_seed(0)
     model = mlp().to("gpu")
     optimizer = make(model.parameters(), lr=0.01)
     x, y = on_gpu(np.ones((5, 8), np.float32)), on_gpu(np.zeros(5, np.int64))
     step(model, optimizer, x, y)
-    with pytest.raises(RuntimeError, match="step inside a CUDA graph capture: its step is a number on the host"):
+    with pytest.raises(RuntimeError, match=r"its step is a number on the host.*capturable=True"):
         with dlscratch.cuda.graph(dlscratch.cuda.CUDAGraph()):
             step(model, optimizer, x, y)
+
+
+def test_a_step_that_would_make_the_optimizers_state_inside_a_capture_is_refused(capturable_gemm):
+    """Without a warm-up the graph would replay the first step (momentum buffer = gradient) every time."""
+    model, optimizer = build("MLP, SGD with momentum")
+    x, y = on_gpu(np.ones((5, 8), np.float32)), on_gpu(np.zeros(5, np.int64))
+    with dlscratch.no_grad():
+        model(x)  # the forward's constants exist; the optimizer's state does not
+    with pytest.raises(RuntimeError, match=r"would make the state of parameter 0 .*warm up first"):
+        with dlscratch.cuda.graph(dlscratch.cuda.CUDAGraph()):
+            step(model, optimizer, x, y)
+    assert not optimizer.state
+
+
+def test_control_flow_on_a_value_of_the_step_is_refused_as_a_read_on_the_host(capturable_gemm):
+    model, optimizer = build("MLP, SGD with momentum")
+    x, y = on_gpu(np.ones((5, 8), np.float32)), on_gpu(np.zeros(5, np.int64))
+    step(model, optimizer, x, y)
+    with pytest.raises(RuntimeError, match=r"^cudaErrorStreamCaptureUnsupported: .*\(a read on the host \(bool\)"):
+        with dlscratch.cuda.graph(dlscratch.cuda.CUDAGraph()):
+            if step(model, optimizer, x, y) > 1:
+                pass
+
+
+def test_a_capturable_optimizers_count_is_saved_and_loaded_on_the_device(capturable_gemm):
+    model, optimizer = build("Qiita CNN, capturable Adam")
+    x, y = on_gpu(np.ones((3, 1, 8, 8), np.float32)), on_gpu(np.zeros(3, np.int64))
+    for _ in range(3):
+        step(model, optimizer, x, y)
+    saved = optimizer.state_dict()
+    assert float(saved["state"][0]["step"]) == 3.0
+    other = optim.Adam(model.parameters(), lr=1e-3)  # not capturable: the count comes back as an integer
+    other.load_state_dict({**saved, "param_groups": [{**saved["param_groups"][0], "capturable": False}]})
+    assert type(other.state[model[0].weight]["step"]) is int and other.state[model[0].weight]["step"] == 3
+    optimizer.load_state_dict(other.state_dict() | {"param_groups": saved["param_groups"]})
+    count = optimizer.state[model[0].weight]["step"]
+    assert backend.is_gpu_array(count) and count.dtype == np.float32 and count.shape == ()
+
+
+def test_a_replay_is_one_graph_launch_in_the_ledger(capturable_gemm):
+    model, optimizer = build("MLP, SGD with momentum")
+    x, y = on_gpu(np.ones((5, 8), np.float32)), on_gpu(np.zeros(5, np.int64))
+    step(model, optimizer, x, y)
+    with backend.ledger() as eager:
+        step(model, optimizer, x, y)
+    graph = dlscratch.cuda.CUDAGraph()
+    with backend.ledger() as capturing:
+        with dlscratch.cuda.graph(graph):
+            step(model, optimizer, x, y)
+    with backend.ledger() as replaying:
+        graph.replay()
+    assert capturing.launches == 0  # a capture launches nothing
+    assert (replaying.launches, replaying.graphs, replaying.kernels) == (1, 1, 0)
+    (_, _, what, _), = replaying.by_site()
+    assert what.startswith(f"CUDA graph of {eager.launches} nodes (") and f"{eager.kernels} kernels" in what
+
+
+def test_random_numbers_in_a_capture_advance_at_each_replay(stand_in):
+    """CuPy's Generator keeps its state on the device, so a replay draws the next numbers, as eager draws do."""
+    cupy = stand_in
+    eager = cupy.random.default_rng(7)
+    expected = [eager.random(4, dtype=np.float32).get() for _ in range(3)]
+    rng = cupy.random.default_rng(7)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        drawn = rng.random(4, dtype=np.float32)
+        graph = stream.end_capture()
+    assert np.array_equal(rng.random(4, dtype=np.float32).get(), expected[0])  # the capture drew nothing
+    rng = cupy.random.default_rng(7)  # the captured draw reads the first generator's state, as on a GPU
+    replays = []
+    for _ in range(2):
+        graph.launch()
+        replays.append(drawn.get().copy())
+    assert np.array_equal(replays[0], expected[1]) and np.array_equal(replays[1], expected[2])
+
+
+@pytest.mark.parametrize("library, call", [
+    ("cuBLAS", lambda cupy, a: a @ a),
+    ("cuBLAS", lambda cupy, a: cupy.matmul(a, a)),
+    ("cuRAND", lambda cupy, a: cupy.random.rand(3)),
+])
+def test_cupy_refuses_cublas_and_curand_inside_a_capture_and_so_does_the_stand_in(stand_in, library, call):
+    cupy = stand_in
+    a = cupy.ones((3, 3), dtype=np.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        with pytest.raises(NotImplementedError, match=f"^calling {library} API during stream capture is currently "
+                                                      "unsupported$"):
+            call(cupy, a)
+        a += 1  # the capture is still valid: CuPy refused before CUDA saw the call
+        graph = stream.end_capture()
+    graph.launch()
+    assert np.array_equal(a.get(), np.full((3, 3), 2, np.float32))
+
+
+def test_a_step_with_a_gemm_is_refused_by_cupys_cublas_rule(stand_in):
+    """Every Linear, Conv2d and LSTM step multiplies matrices: on CuPy 14 its capture is refused, and the graph
+    keeps nothing."""
+    model, optimizer = build("MLP, SGD with momentum")
+    x, y = on_gpu(np.ones((5, 8), np.float32)), on_gpu(np.zeros(5, np.int64))
+    step(model, optimizer, x, y)
+    graph = dlscratch.cuda.CUDAGraph()
+    with pytest.raises(NotImplementedError, match="calling cuBLAS API during stream capture"):
+        with dlscratch.cuda.graph(graph):
+            step(model, optimizer, x, y)
+    with pytest.raises(RuntimeError, match="nothing captured yet"):
+        graph.replay()
 
 
 def test_the_stand_in_refuses_the_legacy_stream_and_work_on_another_stream(stand_in):
@@ -169,7 +291,7 @@ def test_without_a_gpu_capturing_is_refused_naming_why(monkeypatch):
         dlscratch.cuda.graph(object())
 
 
-def test_the_reference_paths_label_check_reads_the_host_so_its_capture_is_refused(stand_in):
+def test_the_reference_paths_label_check_reads_the_host_so_its_capture_is_refused(capturable_gemm):
     model, optimizer = build("MLP, SGD with momentum")
     x, y = on_gpu(np.ones((5, 8), np.float32)), on_gpu(np.zeros(5, np.int64))
     with dlscratch.reference():
@@ -185,14 +307,16 @@ def squares_step(model, optimizer, x):
     optimizer.step()
 
 
-def test_the_reference_path_captures_a_step_that_reads_nothing_on_the_host(stand_in):
+@pytest.mark.parametrize("name", ["MLP, SGD with momentum", "Qiita CNN, capturable Adam"])
+def test_the_reference_path_captures_a_step_that_reads_nothing_on_the_host(capturable_gemm, name):
     """Its optimizer makes new state arrays at each step; inside a capture they go into the arrays held so far."""
-    x = on_gpu(np.linspace(-1, 1, 40, dtype=np.float32).reshape(5, 8))
+    shape = MODELS[name][2]
+    x = on_gpu(np.linspace(-1, 1, int(np.prod(shape)), dtype=np.float32).reshape(shape))
     with dlscratch.reference():
-        eager, eager_optimizer = build("MLP, SGD with momentum")
+        eager, eager_optimizer = build(name)
         for _ in range(STEPS + 1):
             squares_step(eager, eager_optimizer, x)
-        model, optimizer = build("MLP, SGD with momentum")
+        model, optimizer = build(name)
         squares_step(model, optimizer, x)
         graph = dlscratch.cuda.CUDAGraph()
         with dlscratch.cuda.graph(graph):
@@ -201,3 +325,5 @@ def test_the_reference_path_captures_a_step_that_reads_nothing_on_the_host(stand
             graph.replay()
     for p, q in zip(eager.parameters(), model.parameters()):
         assert np.array_equal(host(p), host(q))
+    for state, other in zip(eager_optimizer.state.values(), optimizer.state.values()):
+        assert all(np.array_equal(backend.to_cpu(v), backend.to_cpu(other[k])) for k, v in state.items())

@@ -19,6 +19,7 @@ from dlscratch.training.fit import runs_on_the_device
 OPTIMIZERS = {
     "sgd": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
     "adam": lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.01),
+    "capturable adam": lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.01, capturable=True),
     "adadelta": lambda ps: optim.AdaDelta(ps, lr=1.0, weight_decay=0.01),
 }
 

@@ -226,7 +226,8 @@ def test_state_dict_format_and_loading_from_a_checkpoint_like_dict():
     _train_steps(opt, [p, q], [[np.ones(2, np.float32), np.ones((1, 1), np.float32)]])
     sd = opt.state_dict()
     assert sd["param_groups"] == [
-        {"lr": 0.01, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "params": [0, 1]}
+        {"lr": 0.01, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "capturable": False,
+         "params": [0, 1]}
     ]
     assert set(sd["state"]) == {0, 1} and set(sd["state"][0]) == {"step", "exp_avg", "exp_avg_sq"}
     # what a .npz round trip gives back: string keys, NumPy scalars and arrays, float64 values

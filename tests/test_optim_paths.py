@@ -23,6 +23,8 @@ CONFIGS = {
     "adam weight_decay": lambda ps: optim.Adam(ps, lr=0.01, betas=(0.8, 0.99), weight_decay=0.1),
     "adadelta": lambda ps: optim.AdaDelta(ps),
     "adadelta weight_decay": lambda ps: optim.AdaDelta(ps, lr=0.5, rho=0.95, weight_decay=0.05),
+    "adam capturable": lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.1, capturable=True),
+    "adadelta eps": lambda ps: optim.AdaDelta(ps, lr=0.5, eps=1e-3),
 }
 
 
@@ -52,6 +54,41 @@ def test_both_paths_give_the_same_parameters_and_state(name):
         assert state.keys() == fast_state.keys()
         for key, value in state.items():
             np.testing.assert_allclose(fast_state[key], value, rtol=1e-6, err_msg=key)
+
+
+def _steps_in(make, dtype, device, on_fast_path):
+    """Parameters of ``dtype`` on ``device`` after three steps (gradients drawn once, in float32), and the state."""
+    rng = np.random.default_rng(1)
+    place = dlscratch.backend.to_gpu if device == "gpu" else np.asarray
+    params = [nn.Parameter(place(rng.standard_normal(s).astype(dtype))) for s in ((3, 4), (5,))]
+    grads = [[place(rng.standard_normal(p.shape).astype(np.float32).astype(dtype)) for p in params]
+             for _ in range(3)]
+    opt = make(params)
+    with switch.fast_path() if on_fast_path else switch.reference():
+        for step in grads:
+            for p, g in zip(params, step):
+                p.grad = dlscratch.Tensor(g.copy(), dtype=g.dtype)
+            opt.step()
+    return [p.detach().to("cpu").numpy() for p in params], opt
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_both_paths_give_the_same_bits_in_every_float_dtype(request, device, name, dtype):
+    """The fused GPU kernels take the hyperparameters in the parameter's dtype and round every math function's
+    result to it, as NumPy's arithmetic does: their float16 and float64 steps were the reference's only in
+    float32, and AdaDelta's first step differed where sqrt(eps) rounds differently from its float64 root."""
+    if device == "gpu":
+        request.getfixturevalue("stand_in")
+    dtype = np.dtype(dtype)
+    reference, reference_opt = _steps_in(CONFIGS[name], dtype, device, on_fast_path=False)
+    fast, fast_opt = _steps_in(CONFIGS[name], dtype, device, on_fast_path=True)
+    for p, q in zip(reference, fast):
+        assert p.dtype == q.dtype and np.array_equal(p, q), (p, q)
+    for state, fast_state in zip(reference_opt.state.values(), fast_opt.state.values()):
+        for key, value in state.items():
+            assert np.array_equal(dlscratch.backend.to_cpu(fast_state[key]), dlscratch.backend.to_cpu(value)), key
 
 
 @pytest.mark.parametrize("name", CONFIGS)

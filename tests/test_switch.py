@@ -23,7 +23,7 @@ MAY_IMPORT_FAST = {
     "engine/function.py": {"dlscratch.fast.graph", "dlscratch.fast.unshared_grads"},
     "engine/tensor.py": {"dlscratch.fast.kept_arrays"},
     "engine/extensions/operands.py": {"dlscratch.fast.kept_arrays"},
-    "training/fit.py": {"dlscratch.fast.fit_steps", "dlscratch.fast.malloc"},
+    "training/fit.py": {"dlscratch.fast.fit_capture", "dlscratch.fast.fit_steps", "dlscratch.fast.malloc"},
 }
 
 

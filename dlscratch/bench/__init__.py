@@ -19,6 +19,7 @@ SUITES = {
     "launches": "dlscratch.bench.launches",
     "distributed": "dlscratch.bench.distributed",
     "trace": "dlscratch.bench.trace",
+    "graphs": "dlscratch.bench.graphs",
 }
 
 

@@ -34,7 +34,7 @@ from .. import backend
 from .machine import logical_cpus
 
 REPO = Path(__file__).resolve().parents[2]
-SUITES = ["launches", "mlp", "cnn", "conv", "pool", "lstm", "convmethods", "precision"]
+SUITES = ["launches", "graphs", "mlp", "cnn", "conv", "pool", "lstm", "convmethods", "precision"]
 #: seconds each kind of part may take, before the run's budget caps it
 LIMITS = {"tests": 600, "suite": 300, "lessons": 1500}
 WRITE_FRAMEWORK_THEN_PYTEST = ("import sys; sys.path.insert(0, 'tools'); from prove_exercises import write_framework; "

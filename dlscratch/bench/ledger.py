@@ -5,10 +5,12 @@
     print(book.summary())
     print(book.table())
 
-Seven categories of event: "kernel" (ufuncs, reductions, GEMMs, indexing and custom kernels), "memset",
-"copy_device", "copy_to_host", "copy_to_device", "wait" (the host waits for the device) and "allocation"
-(a new device array, not a view). Each event is charged to the first stack frame outside the stand-in,
-this module, the backend, NumPy and CuPy: ``"dlscratch/operations/loss.py:37 in forward"``.
+Eight categories of event: "kernel" (ufuncs, reductions, GEMMs, indexing and custom kernels), "memset",
+"copy_device", "copy_to_host", "copy_to_device", "graph" (one launch of a captured CUDA graph, whatever its nodes),
+"wait" (the host waits for the device) and "allocation" (a new device array, not a view). While a stream captures,
+nothing is launched: the stand-in counts the capture's events in a ledger of its own, which names the graph's nodes
+when it is launched (``strict_cupy/capture.py``). Each event is charged to the first stack frame outside the
+stand-in, this module, the backend, NumPy and CuPy: ``"dlscratch/operations/loss.py:37 in forward"``.
 
 On the strict CuPy stand-in (``DLSCRATCH_STRICT_GPU=1``) the stand-in's hooks count every operation as
 CuPy would run it on a GPU: the rules are in the section "The model" below, each citing CuPy's source.
@@ -27,14 +29,14 @@ import threading
 
 import numpy
 
-CATEGORIES = ("kernel", "memset", "copy_device", "copy_to_host", "copy_to_device", "wait", "allocation")
+CATEGORIES = ("kernel", "memset", "copy_device", "copy_to_host", "copy_to_device", "graph", "wait", "allocation")
 open_ledgers = ()  # the ledgers now open, in every thread: a tuple, replaced whole, so readers need no lock
 _lock = threading.Lock()
 
 
 def record(category, what, count=1):
-    """Count ``count`` events of ``category`` ("kernel", "memset", "copy_device", "copy_to_host",
-    "copy_to_device", "wait", "allocation") named ``what``, at the caller's site, in every active ledger."""
+    """Count ``count`` events of ``category`` (one of ``CATEGORIES``) named ``what``, at the caller's site, in
+    every active ledger."""
     if not open_ledgers:
         return
     if category not in CATEGORIES:
@@ -95,7 +97,7 @@ def call_site():
 
 class Ledger:
     """Counts by (site, category, what). ``kernels``... ``allocations``: totals; ``launches``: what the GPU
-    queues (kernels, memsets and copies)."""
+    queues (kernels, memsets, copies and graphs)."""
 
     def __init__(self, counts=None):
         self._counts = dict(counts or {})
@@ -114,12 +116,14 @@ class Ledger:
     copies_device = property(lambda self: self.total("copy_device"))
     copies_to_host = property(lambda self: self.total("copy_to_host"))
     copies_to_device = property(lambda self: self.total("copy_to_device"))
+    graphs = property(lambda self: self.total("graph"))
     waits = property(lambda self: self.total("wait"))
     allocations = property(lambda self: self.total("allocation"))
 
     @property
     def launches(self):
-        return self.kernels + self.memsets + self.copies_device + self.copies_to_host + self.copies_to_device
+        return (self.kernels + self.memsets + self.copies_device + self.copies_to_host + self.copies_to_device
+                + self.graphs)
 
     def by_site(self, category=None):
         """``[(site, category, what, count)]``, the largest count first; only ``category``'s if given."""
@@ -135,16 +139,19 @@ class Ledger:
             self._counts.clear()
 
     def summary(self):
-        """One line: launches, kernels, memsets, copies, waits, allocations."""
+        """One line: launches, kernels, memsets, copies, graphs (where any), waits, allocations."""
+        graphs = f", {_number(self.graphs)} CUDA graphs" if self.graphs else ""
         return (f"{_number(self.launches)} launches: {_number(self.kernels)} kernels, {_number(self.memsets)} memsets, "
                 f"copies {_number(self.copies_device)} device-to-device, {_number(self.copies_to_host)} to host, "
-                f"{_number(self.copies_to_device)} to device; {_number(self.waits)} host waits; "
+                f"{_number(self.copies_to_device)} to device{graphs}; {_number(self.waits)} host waits; "
                 f"{_number(self.allocations)} allocations")
 
     def table(self, top=20):
         """A text table by site, the busiest ``top`` sites first: one column per category, then what ran there."""
-        columns = ("kernel", "memset", "copy_device", "copy_to_host", "copy_to_device", "wait", "allocation")
-        headers = ("kernels", "memsets", "d2d", "d2h", "h2d", "waits", "allocs")
+        columns = ("kernel", "memset", "copy_device", "copy_to_host", "copy_to_device", "graph", "wait", "allocation")
+        headers = ("kernels", "memsets", "d2d", "d2h", "h2d", "graphs", "waits", "allocs")
+        if not self.graphs:  # the column only where a graph was launched
+            columns, headers = columns[:5] + columns[6:], headers[:5] + headers[6:]
         sites = {}
         for (site, category, what), n in list(self._counts.items()):
             row = sites.setdefault(site, {"whats": {}})

@@ -41,20 +41,20 @@ if (!isfinite(x) && halt[0] == 0) {
 
 def halt_if_not_finite(x, halt, step, which):
     """One kernel: ``halt[:] = step, which`` where ``x`` (a device array) holds a NaN or an infinity and
-    ``halt[0]`` is still 0."""
+    ``halt[0]`` is still 0. ``step``: a number, or a 0-d device array (a captured step's, ``fit_capture.py``)."""
     kernel = backend.elementwise_kernel("T x, float64 step, float64 which", "raw float64 halt",
                                         _HALT_IF_NOT_FINITE, "dlscratch_halt_if_not_finite")
-    kernel(x, float(step), float(which), halt)
+    kernel(x, step if hasattr(step, "shape") else float(step), float(which), halt)
 
 
 class Steps:
     """The steps of ``fit`` that the host has not read yet, for one optimizer on the device."""
 
-    def __init__(self, optimizer, first_step):
+    def __init__(self, optimizer, first_step, halt=None):
         self.optimizer = optimizer
         self.params = [p for g in optimizer.param_groups for p in g["params"]]
         xp = backend.get_array_module(self.params[0].data)
-        self.xp, self.halt = xp, xp.zeros(2, dtype=numpy.float64)
+        self.xp, self.halt = xp, xp.zeros(2, dtype=numpy.float64) if halt is None else halt
         self.first_step = first_step  # the global number of the first pending step
         self.rows, self.sizes, self.checks, self.states = [], [], [], []
         self.last_read = time.perf_counter()
@@ -81,6 +81,14 @@ class Steps:
         self.rows.append(self._step_row)
         self.sizes.append(batch_size)
         self.checks.append(loss.deferred_check)
+
+    def replay(self, captured, inputs, targets):
+        """A whole step replayed from ``captured`` (a ``fit_capture.CapturedStep`` sharing ``halt``); the step is
+        then pending. Call it with signals deferred, as ``step``."""
+        self.states.append({p: dict(s) for p, s in self.optimizer.state.items()})
+        self.rows.append(captured.replay(inputs, targets, self.first_step + len(self.rows)))
+        self.sizes.append(len(targets))
+        self.checks.append(captured.loss.deferred_check)
 
     def due(self):
         return (len(self.rows) >= MOST_PENDING

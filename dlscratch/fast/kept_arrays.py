@@ -18,11 +18,12 @@ _seeds = {}  # (array type, device id, shape, dtype) -> the array of ones
 
 def keep(table, key, array, limit=None):
     """``array`` made read-only where it can be, and kept in ``table`` under ``key`` while ``table`` holds fewer
-    than ``limit`` arrays (None: no limit). Returns ``array``."""
+    than ``limit`` arrays (None: no limit). Returns ``array``. Never kept while a CUDA graph captures: an array
+    made then holds its values only when the graph replays (``dlscratch/cuda/graphs.py``)."""
     flags = getattr(array, "flags", None)
     if hasattr(flags, "writeable"):
         flags.writeable = False
-    if limit is None or len(table) < limit:
+    if (limit is None or len(table) < limit) and not backend.capturing():
         table[key] = array
     return array
 

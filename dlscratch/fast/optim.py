@@ -14,13 +14,12 @@ one fused kernel per parameter (``optim_kernels.py``). When NumPy raises on floa
 """
 
 import functools
-import math
 import weakref
 
 from .. import backend
 from ..engine.switch import fast_version_of
 from ..optim.adadelta import AdaDelta
-from ..optim.adam import Adam
+from ..optim.adam import Adam, bias_corrections, next_count
 from ..optim.sgd import SGD
 from . import optim_kernels
 
@@ -116,7 +115,8 @@ def adadelta_block(p, g, v, u, tmp, tmp2, delta, rho, eps, weight_decay, lr, fir
         g = xp.add(g, xp.multiply(p, weight_decay, out=tmp), out=tmp2)
     if first:
         xp.multiply(xp.multiply(g, 1 - rho, out=v), g, out=v)
-        delta.fill(math.sqrt(eps))
+        delta.fill(eps)  # the reference's sqrt(0 + eps), in the parameter's dtype
+        xp.sqrt(delta, out=delta)
     else:
         v *= rho
         v += xp.multiply(xp.multiply(g, 1 - rho, out=tmp), g, out=tmp)
@@ -178,15 +178,26 @@ def adam_update(self, staged, grad, state, group):
         return Adam._update(self, staged, grad, state, group)
     beta1, beta2 = (float(b) for b in group["betas"])
     lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
-    t = state.get("step", 0) + 1
+    count = state.get("step")
+    t = state["step"] = next_count(count, staged.data, group["capturable"])
+    lr_corrected, sqrt_correction2 = bias_corrections(t, lr, beta1, beta2, staged.data.dtype)
     first = first_state(state, ["exp_avg", "exp_avg_sq"], staged.data)
-    state["step"] = t
     if _on_kernels(staged.data):
-        staged.apply = functools.partial(optim_kernels.adam, grad, staged.data, state["exp_avg"], state["exp_avg_sq"],
-                                         lr, beta1, beta2, eps, weight_decay, t)
+        update = functools.partial(optim_kernels.adam, grad, staged.data, state["exp_avg"], state["exp_avg_sq"],
+                                   beta1, beta2, eps, weight_decay, lr_corrected, sqrt_correction2, first)
+        if hasattr(count, "shape"):  # a count on the device: advanced in place, and not by a halted step
+            state["step"] = count
+            staged.apply = functools.partial(_then, update, optim_kernels.copy_unless_halted, t, count)
+        else:
+            staged.apply = update
         return
     staged.apply = in_blocks(self, adam_block, [staged.data, grad, state["exp_avg"], state["exp_avg_sq"]], 2, beta1,
-                             beta2, eps, weight_decay, lr / (1 - beta1**t), math.sqrt(1 - beta2**t), first)
+                             beta2, eps, weight_decay, lr_corrected, sqrt_correction2, first)
+
+
+def _then(first, second, *args):
+    first()
+    second(*args)
 
 
 @fast_version_of(AdaDelta._update)

@@ -32,6 +32,9 @@ def halt_flag(like):
     flag = _halt.get()
     if flag is not None:
         return flag
-    if type(like) not in _never:
-        _never[type(like)] = backend.get_array_module(like).zeros(2, dtype=numpy.float64)
-    return _never[type(like)]
+    never = _never.get(type(like))
+    if never is None:
+        never = backend.get_array_module(like).zeros(2, dtype=numpy.float64)
+        if not backend.capturing():  # made in a capture, it holds its zeros only when the graph replays
+            _never[type(like)] = never
+    return never

@@ -5,14 +5,14 @@ launch that costs the host more than its arithmetic costs the device. Here each 
 that updates the state and the parameter in place, in the parameter's own arrays. ``python -m dlscratch.bench
 launches`` counts the Qiita CNN's Adam step.
 
-The arithmetic is the NumPy fast path's, operation for operation, in float32, compiled with ``--fmad=false`` (a
-fused multiply-add rounds once where NumPy rounds twice), so both paths give the same bits. Every kernel also reads
+The arithmetic is the NumPy fast path's, operation for operation, in the parameter's dtype (the hyperparameters
+arrive as ``T``, as a Python float takes the array's dtype in NumPy's arithmetic), compiled with ``--fmad=false``
+(a fused multiply-add rounds once where NumPy rounds twice), so both paths give the same bits. Every kernel also reads
 ``halt``, a device array that ``fit`` (``fast/fit_steps.py``) sets when the loss or a gradient is not
 finite: while ``halt[0]`` is not 0 the kernel writes nothing, and the host never waits for the check.
 """
 
 import functools
-import math
 
 import numpy
 
@@ -58,7 +58,8 @@ T v_new = grad * one_minus_beta2 * grad;
 if (!first) v_new += v * beta2;
 m = m_new;
 v = v_new;
-const T denom = sqrt(v_new) / sqrt_correction2 + eps;
+const T root = sqrt(v_new);  // rounded to T before it is divided, as NumPy's float16 arithmetic rounds
+const T denom = root / sqrt_correction2 + eps;
 const T delta = m_new / denom * lr_corrected;
 p = p - delta;
 """)
@@ -68,8 +69,9 @@ T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
 T v_new = grad * one_minus_rho * grad;
 if (!first) v_new += v * rho;
-T step = first ? sqrt_eps : sqrt(u + eps);
-step = step / sqrt(v_new + eps) * grad;
+T step = sqrt((first ? (T)0 : u) + eps);
+const T root = sqrt(v_new + eps);  // rounded to T before it divides, as NumPy's float16 arithmetic rounds
+step = step / root * grad;
 T u_new = step * one_minus_rho * step;
 if (!first) u_new += u * rho;
 v = v_new;
@@ -80,7 +82,7 @@ p = p - delta;
 
 
 def _scalars(names):
-    return ", ".join(f"float32 {name}" for name in names)
+    return ", ".join(f"T {name}" for name in names)
 
 
 def _kernel(inputs, outputs, body, name, twin):
@@ -112,23 +114,32 @@ def sgd(g, p, buf, lr, momentum, dampening, weight_decay, nesterov, first):
            int(first), int(bool(nesterov)), buf, p)
 
 
-def adam(g, p, m, v, lr, beta1, beta2, eps, weight_decay, t):
-    """Adam's step ``t``, subtracted from ``p`` in place, the moments ``m, v`` updated in place (at ``t = 1`` they
-    hold nothing yet)."""
+def adam(g, p, m, v, beta1, beta2, eps, weight_decay, lr_corrected, sqrt_correction2, first):
+    """Adam's step, subtracted from ``p`` in place, the moments ``m, v`` updated in place (``first``: they hold
+    nothing yet). The bias corrections (``optim/adam.py``) are Python floats, or 0-d device arrays for a capturable
+    Adam, which the kernel reads on the device."""
     names = ["weight_decay", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "sqrt_correction2", "eps",
              "lr_corrected"]
     kernel = _kernel(f"T g, {_scalars(names)}, int32 first", "T m, T v, T p", _ADAM, "dlscratch_adam", _adam_twin)
-    kernel(_halt_flag(p), g, float(weight_decay), beta1, 1 - beta1, beta2, 1 - beta2, math.sqrt(1 - beta2**t),
-           float(eps), lr / (1 - beta1**t), int(t == 1), m, v, p)
+    kernel(_halt_flag(p), g, float(weight_decay), beta1, 1 - beta1, beta2, 1 - beta2, sqrt_correction2,
+           float(eps), lr_corrected, int(first), m, v, p)
 
 
 def adadelta(g, p, v, u, lr, rho, eps, weight_decay, first):
     """AdaDelta's step, subtracted from ``p`` in place, the averages ``v, u`` updated in place (``first``: they
     hold nothing yet)."""
-    names = ["weight_decay", "rho", "one_minus_rho", "eps", "sqrt_eps", "lr"]
+    names = ["weight_decay", "rho", "one_minus_rho", "eps", "lr"]
     kernel = _kernel(f"T g, {_scalars(names)}, int32 first", "T v, T u, T p", _ADADELTA, "dlscratch_adadelta",
                      _adadelta_twin)
-    kernel(_halt_flag(p), g, float(weight_decay), rho, 1 - rho, eps, math.sqrt(eps), float(lr), int(first), v, u, p)
+    kernel(_halt_flag(p), g, float(weight_decay), rho, 1 - rho, eps, float(lr), int(first), v, u, p)
+
+
+def copy_unless_halted(source, target):
+    """``target[...] = source`` unless ``halt`` is set: a capturable Adam's step count, which a halted step must not
+    advance either (``optim/adam.py``)."""
+    kernel = _kernel("T source", "T target", _unless_halted("target = source;\n"), "dlscratch_copy_unless_halted",
+                     _copy_twin)
+    kernel(_halt_flag(target), source, target)
 
 
 # The NumPy twins of the kernels, the same arithmetic in the same order (``bench/strict_cupy/kernels.py`` checks them).
@@ -157,9 +168,13 @@ def _adam_twin(g, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, 
     p -= m / (numpy.sqrt(v) / sqrt_correction2 + eps) * lr_corrected
 
 
-def _adadelta_twin(g, weight_decay, rho, one_minus_rho, eps, sqrt_eps, lr, first, v, u, p):
+def _adadelta_twin(g, weight_decay, rho, one_minus_rho, eps, lr, first, v, u, p):
     grad = _decayed(g, p, weight_decay)
     v[...] = grad * one_minus_rho * grad + (0 if first else v * rho)
-    step = (sqrt_eps if first else numpy.sqrt(u + eps)) / numpy.sqrt(v + eps) * grad
+    step = numpy.sqrt((numpy.zeros_like(u) if first else u) + eps) / numpy.sqrt(v + eps) * grad
     u[...] = step * one_minus_rho * step + (0 if first else u * rho)
     p -= step * lr
+
+
+def _copy_twin(source, target):
+    target[...] = source

@@ -123,11 +123,8 @@ class Optimizer:
         arrays (``p.data``, ``p.grad.data``), so it records no graph."""
         self._check_arrays_fit()
         capturing = backend.capturing()
-        if self.scalar_state and capturing:
-            raise RuntimeError(
-                f"{type(self).__name__}.step inside a CUDA graph capture: its {', '.join(self.scalar_state)} is a "
-                "number on the host, which the graph would keep at its captured value and never advance; step it "
-                "outside the capture (SGD and Adadelta keep all their state on the device)")
+        if capturing:
+            self._check_capturable()
         if float_errors_raise():  # an error while computing must come before the first write
             staged = self._prepare_step(may_write=False)
             with signals_deferred(), float_errors_deferred():
@@ -143,14 +140,33 @@ class Optimizer:
             else:
                 new.apply()
             new.param.data = new.data  # counts the write (engine/extensions/versions.py)
-            if capturing:  # a graph replays on the arrays it captured: new state goes into the arrays held so far
-                old = self.state.get(new.param, {})
-                for name, array in new.state.items():
-                    held = old.get(name)
-                    if held is not array and hasattr(array, "shape") and getattr(held, "shape", None) == array.shape:
-                        held[...] = array
-                        new.state[name] = held
+            old = self.state.get(new.param)
+            # A graph replays on the arrays it captured: new state goes into the arrays held so far, and so does a
+            # capturable count at every step, so that the steps between replays advance the array a graph holds.
+            for name in (new.state if capturing else self.scalar_state) if old else ():
+                array, held = new.state[name], old.get(name)
+                if held is not array and hasattr(array, "shape") and getattr(held, "shape", None) == array.shape:
+                    held[...] = array
+                    new.state[name] = held
             self.state[new.param] = new.state
+
+    def _check_capturable(self):
+        """Refuse a step inside a CUDA graph capture that its replays would not repeat faithfully: one that keeps a
+        count on the host (the graph would keep its captured value), or one that makes a parameter's state (the
+        graph would replay a first step every time)."""
+        name = type(self).__name__
+        for group in self.param_groups:
+            if self.scalar_state and not group.get("capturable"):
+                raise RuntimeError(
+                    f"{name}.step inside a CUDA graph capture: its {', '.join(self.scalar_state)} is a number on the "
+                    f"host, which the graph would keep at its captured value and never advance; build it with "
+                    f"{name}(..., capturable=True), which keeps it on the device, or step outside the capture")
+            for i, p in enumerate(group["params"]):
+                if p.grad is not None and p not in self.state:
+                    raise RuntimeError(
+                        f"{name}.step inside a CUDA graph capture would make the state of parameter {i} (shape "
+                        f"{p.shape}), and every replay would repeat that first step; warm up first: run the step "
+                        "eagerly once or more before capturing it")
 
     def _check_arrays_fit(self):
         """Refuse a step, changing nothing, when a parameter's gradient or state is not of its dtype and device:
@@ -162,7 +178,7 @@ class Optimizer:
             data = p.data
             on_gpu = backend.is_gpu_array(data)
             arrays = [("gradient", grad.data)]
-            arrays += [(name, value) for name, value in self.state.get(p, {}).items() if hasattr(value, "dtype")]
+            arrays += [(name, value) for name, value in self.state.get(p, {}).items() if name in self.array_state]
             for name, array in arrays:
                 if array.dtype != data.dtype or backend.is_gpu_array(array) is not on_gpu:
                     where = "gpu" if backend.is_gpu_array(array) else "cpu"
@@ -265,6 +281,7 @@ class Optimizer:
         for saved, own in zip(hyperparameters, self.param_groups):
             own.update(saved)
         self.state = state
+        self._place_counts()
 
     def _load_entry(self, i, p, entry, problems):
         """One parameter's saved state, copied onto ``p``'s device and dtype; problems are appended."""
@@ -294,12 +311,24 @@ class Optimizer:
             move = backend.to_gpu if p.device == "gpu" else backend.to_cpu
             loaded[key] = move(value).astype(p.dtype, copy=True)
         for key in self.scalar_state:
-            value = _plain(entry[key])
+            value = entry[key]
+            value = _plain(value.data if isinstance(value, Tensor) else value)
+            if isinstance(value, float) and value.is_integer():  # a capturable optimizer's count, saved as an array
+                value = int(value)
             if isinstance(value, bool) or not isinstance(value, int):
                 problems.append(f"parameter {i}: {key} must be an integer, got {value!r}")
                 continue
             loaded[key] = value
         return loaded
+
+    def _place_counts(self):
+        """Each parameter's counts (``scalar_state``) where its group keeps them: Python integers, or with
+        ``capturable`` 0-d float32 arrays on the parameter's device, which a captured step advances."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state.get(p)
+                for key in self.scalar_state if state else ():
+                    state[key] = as_count(state[key], p.data, group.get("capturable", False))
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
@@ -307,6 +336,14 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def as_count(value, like, capturable):
+    """A step count as a ``capturable`` optimizer keeps it: a 0-d float32 array on ``like``'s device (PyTorch's
+    type for it), which a captured step advances on the device; else a Python integer."""
+    if capturable:
+        return backend.get_array_module(like).asarray(value, dtype="float32").reshape(())
+    return int(value.item()) if hasattr(value, "item") else value
 
 
 def _plain(value):

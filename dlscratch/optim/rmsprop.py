@@ -1,6 +1,7 @@
 """RMSprop (Hinton's lecture notes, 2012): each element's step divided by a running RMS of its gradients."""
 
 from ..backend import get_array_module
+from .adam import check_capturable, next_count
 from .optimizer import Optimizer
 
 
@@ -18,14 +19,18 @@ class RMSprop(Optimizer):
 
     Dividing by the RMS gives every element a step of about ``lr``, whatever its gradient's scale.
     ``momentum_buffer`` exists only with momentum and ``grad_avg`` only when centered, as in PyTorch.
+    ``capturable=True`` keeps the step count on the device, so that a step captured in a CUDA graph advances it
+    (the rule does not read it; a checkpoint does).
     """
 
     array_state = ("square_avg", "momentum_buffer", "grad_avg")
     optional_state = ("momentum_buffer", "grad_avg")
     scalar_state = ("step",)
 
-    def __init__(self, params, lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False):
-        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered)
+    def __init__(self, params, lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False,
+                 capturable=False):
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered,
+                        capturable=capturable)
         super().__init__(params, defaults)
 
     def _validate(self, group):
@@ -33,6 +38,7 @@ class RMSprop(Optimizer):
             self._check(group, key, 0)
         if not isinstance(group["centered"], bool):
             raise ValueError(f"RMSprop: centered must be True or False, got {group['centered']!r}")
+        check_capturable(self, group)
 
     def _update(self, staged, grad, state, group):
         xp = get_array_module(staged.data)
@@ -42,8 +48,8 @@ class RMSprop(Optimizer):
         if weight_decay:
             g = g + weight_decay * staged.data
         if not state:
-            state.update(step=0, square_avg=xp.zeros_like(staged.data))
-        state["step"] += 1
+            state.update(square_avg=xp.zeros_like(staged.data))
+        state["step"] = next_count(state.get("step"), staged.data, group["capturable"])
         v = state["square_avg"] = alpha * state["square_avg"] + (1 - alpha) * g * g
         if group["centered"]:  # grad_avg starts at 0: its first value is (1 - alpha) * g
             m = state.get("grad_avg")

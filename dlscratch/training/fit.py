@@ -32,6 +32,7 @@ history measured so far.
 
 import math
 import numbers
+import warnings
 
 import numpy
 
@@ -40,7 +41,7 @@ from ..distributed.process_group import get_rank
 from ..engine import switch
 from ..engine.grad_mode import no_grad
 from ..engine.tensor import Tensor
-from ..fast import fit_steps, malloc
+from ..fast import fit_capture, fit_steps, malloc
 from ..optim.adadelta import AdaDelta
 from ..optim.adam import Adam
 from ..optim.optimizer import Optimizer
@@ -126,7 +127,7 @@ METRICS = {"accuracy": correct_count}
 
 
 def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metrics=("accuracy",), progress=True,
-        max_steps=None, scheduler=None):
+        max_steps=None, scheduler=None, capture=False):
     """Train ``model`` for ``epochs`` passes over ``train_loader``; returns a ``History``.
 
     loss_fn: ``loss_fn(outputs, targets)`` -> a scalar Tensor, the batch mean (``F.cross_entropy``).
@@ -142,6 +143,9 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     infinite, before that step's update, and ``TrainingInterrupted`` (a ``KeyboardInterrupt`` that
     carries the history so far) on Ctrl-C; either way the model holds the weights after the last
     complete step.
+    capture: on a GPU, replay each step from a CUDA graph, one launch per step (``fast/fit_capture.py``), with
+        the results of eager steps; where it cannot, ``fit`` warns why and trains eagerly. Python in the model's
+        ``forward`` and in ``loss_fn`` then runs once, at the capture: a replay redoes only their device work.
     Keeps freed memory in the process from then on (``dlscratch.fast.malloc.keep_freed_memory``; set
     ``DLSCRATCH_KEEP_MEMORY=0`` to leave the allocator alone).
     """
@@ -155,6 +159,7 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
     if scheduler is not None:
         _check_scheduler(scheduler, optimizer)
     malloc.keep_freed_memory()  # a step reuses the large arrays the last one freed
+    captured = _captured_step(model, loss_fn, optimizer, metric_fns) if capture else None
     history = History()
     try:
         for epoch in range(1, epochs + 1):
@@ -165,7 +170,7 @@ def fit(model, loss_fn, optimizer, train_loader, epochs, val_loader=None, metric
             shown = progress and get_rank() == 0  # under mpiexec, one bar: rank 0's
             with progress_bar(train_loader, f"epoch {epoch}/{epochs}", shown) as bar, numpy.errstate(all="ignore"):
                 meter = _train_epoch(model, loss_fn, optimizer, train_loader, bar, metric_fns, history, epoch,
-                                     max_steps)
+                                     max_steps, captured)
                 results = meter.means("fit: train_loader")
                 if val_loader is not None:
                     scores = evaluate(model, val_loader, loss_fn, metrics)
@@ -195,13 +200,38 @@ def runs_on_the_device(optimizer):
     return bool(params) and backend.has_kernels() and all(backend.is_gpu_array(p.data) for p in params)
 
 
-def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch, max_steps):
+def _captured_step(model, loss_fn, optimizer, metric_fns):
+    """The ``fit_capture.CapturedStep`` of this training step, or None, with a warning that says why not."""
+    reason = fit_capture.why_not(optimizer, runs_on_the_device(optimizer))
+    if reason is not None:
+        warnings.warn(f"fit(capture=True) trains without a CUDA graph: {reason}", stacklevel=3)
+        return None
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    halt = backend.get_array_module(params[0].data).zeros(2, dtype=numpy.float64)
+
+    def body(inputs, targets, step):  # the device path's step, with the step number on the device
+        outputs = model(*inputs)
+        loss = _check_loss("fit", loss_fn(outputs, targets))
+        row = _values(loss, outputs, targets, metric_fns)
+        fit_steps.halt_if_not_finite(loss.data, halt, step, 0)
+        optimizer.zero_grad()
+        loss.backward()
+        for k, p in enumerate(params, start=1):
+            if p.grad is not None:
+                fit_steps.halt_if_not_finite(p.grad.data, halt, step, k)
+        optimizer.step()
+        return row, loss, {p: p.grad for p in params}
+
+    return fit_capture.CapturedStep(body, halt)
+
+
+def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch, max_steps, captured=None):
     """One pass over the batches of ``loader``, one optimizer step each; returns the pass's ``_Meter``."""
     meter = _Meter(metric_fns, with_loss=True)
     model.train()
     if runs_on_the_device(optimizer):
         return _train_epoch_on_the_device(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch,
-                                          max_steps, meter)
+                                          max_steps, meter, captured)
     for batch in loader:
         inputs, targets = _split("fit", batch)
         outputs = model(*inputs)
@@ -230,21 +260,28 @@ def _train_epoch(model, loss_fn, optimizer, loader, bar, metric_fns, history, ep
 
 
 def _train_epoch_on_the_device(model, loss_fn, optimizer, loader, bar, metric_fns, history, epoch, max_steps,
-                               meter):
-    """``_train_epoch`` with the checks on the device (``fit_steps.py``): no wait between two reads."""
-    steps = fit_steps.Steps(optimizer, len(history.step_losses) + 1)
+                               meter, captured=None):
+    """``_train_epoch`` with the checks on the device (``fit_steps.py``): no wait between two reads. With
+    ``captured`` (a ``fit_capture.CapturedStep``), steps after the first are replayed from its graph."""
+    steps = fit_steps.Steps(optimizer, len(history.step_losses) + 1, None if captured is None else captured.halt)
     done = False
     try:
         for batch in loader:
             inputs, targets = _split("fit", batch)
-            outputs = model(*inputs)
-            loss = _check_loss("fit", loss_fn(outputs, targets))
-            steps.check_loss(loss, _values(loss, outputs, targets, metric_fns))
-            optimizer.zero_grad()
-            loss.backward()
-            steps.check_gradients()
-            with signals_deferred():  # the update and its place among the pending steps: all or nothing
-                steps.step(loss, len(targets))
+            if captured is not None and captured.fits(inputs, targets):
+                with signals_deferred():
+                    steps.replay(captured, inputs, targets)
+            else:
+                outputs = model(*inputs)
+                loss = _check_loss("fit", loss_fn(outputs, targets))
+                steps.check_loss(loss, _values(loss, outputs, targets, metric_fns))
+                optimizer.zero_grad()
+                loss.backward()
+                steps.check_gradients()
+                with signals_deferred():  # the update and its place among the pending steps: all or nothing
+                    steps.step(loss, len(targets))
+                if captured is not None and not captured.tried:  # that step was the warm-up
+                    captured.capture(inputs, targets)
             bar.update()
             if steps.due():
                 _record_pending(steps, model, optimizer, bar, history, epoch, meter)

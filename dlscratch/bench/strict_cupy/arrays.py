@@ -24,6 +24,7 @@ It runs CuPy's ``ElementwiseKernel`` by translating the kernel's C body (``kerne
 and the stand-in cannot tell (indices and assigned values may be host arrays), it is lenient too.
 """
 
+import contextlib
 import functools
 import sys
 import time
@@ -150,6 +151,7 @@ def _lenient(value):
 
 
 _HOST_READS = {"item", "tolist", "tobytes", "asnumpy"}  # CuPy's methods that copy to the host and wait
+_HOST_RANDOM = {"seed", "default_rng", "get_random_state", "set_random_state", "reset_states"}  # no device work
 
 
 def _captured(operation, inputs, wrap=None):
@@ -175,7 +177,15 @@ def _function(numpy_function, where, namespace, name, owner=None):
             wrapped = _wrap_all(numpy_function(*args, **kwargs), layout)
         elif name in _HOST_READS:
             capture.refuse(capture.CAPTURE_UNSUPPORTED, f"a read on the host ({name})")
+        elif namespace == "cupy.random":
+            if name not in _HOST_RANDOM:
+                capture.refuse_library("cuRAND")  # the legacy functions draw with cuRAND's host API
+            wrapped = _wrap_all(numpy_function(*args, **kwargs), layout)  # the host's work, not captured
+        elif name in ledger._GEMMS and not capture.capturable_gemm:
+            capture.refuse_library("cuBLAS")
         else:
+            if namespace == "cupy.random.Generator":
+                capture.draws_from(numpy_function.__self__)
             wrapped = _captured(lambda: numpy_function(*args, **kwargs), (owner, args, kwargs),
                                 lambda result: _wrap_all(result, layout))
         if ledger.open_ledgers:
@@ -270,16 +280,20 @@ def _apply_ufunc(ufunc, method, args, kwargs):
         where = f"{ufunc.__name__}.{method}"
         cupy_api.check_call("cupy.ufunc", method, args, kwargs)
     out = kwargs.get("out")
+    if ufunc is numpy.matmul and capture.active is not None and not capture.capturable_gemm:
+        capture.refuse_library("cuBLAS")
     args, kwargs = _strict(args, where), _strict(kwargs, where)
     if ufunc is numpy.matmul and method == "__call__" and _half_operands(args, kwargs):
         compute = functools.partial(_half_matmul, *args, **kwargs)
     else:
         compute = functools.partial(getattr(ufunc, method), *args, **kwargs)
-    result = compute() if capture.active is None else _captured(compute, (args, kwargs))
     if out is not None:
+        compute() if capture.active is None else _captured(compute, (args, kwargs))
         result = out[0] if type(out) is tuple and len(out) == 1 else out
-    else:
-        result = _wrap_all(result, (args, kwargs))
+    elif capture.active is None:
+        result = _wrap_all(compute(), (args, kwargs))
+    else:  # wrapped inside: a 0-d result is a NumPy scalar, which only its wrapped array lets a replay write
+        result = _captured(compute, (args, kwargs), lambda value: _wrap_all(value, (args, kwargs)))
     if ledger.open_ledgers:
         outputs = list(_arrays_in([_lenient(result)]))
         ledger.record_all(ledger.ufunc(ufunc.__name__, method, args, out is not None, outputs))
@@ -662,6 +676,12 @@ class _Device:
 
 
 class _MemoryPool:
+    """CuPy's memory pool. The stand-in's arrays are NumPy's: none comes from a pool, and a capture keeps the arrays
+    it made alive itself (``capture.py``), as a graph's private pool does on a GPU."""
+
+    def malloc(self, size):
+        raise NotImplementedError("the stand-in's arrays are NumPy's: they do not come from a memory pool")
+
     def used_bytes(self):
         return 0
 
@@ -698,6 +718,7 @@ cuda = types.SimpleNamespace(
     get_elapsed_time=lambda start, end: (end.time - start.time) * 1000.0,
     is_available=lambda: True,
     MemoryPool=_MemoryPool,
+    using_allocator=lambda allocator=None: contextlib.nullcontext(),  # no array comes from an allocator here
     graph=types.SimpleNamespace(Graph=capture.Graph),
 )
 cuda.runtime.CUDARuntimeError = capture.CUDARuntimeError

@@ -8,16 +8,28 @@ capture made, so that the arrays a captured step leaves behind are the ones each
 
 As on a GPU, the captured work does not count as done: at ``end_capture`` every array that existed before the
 capture holds what it held before it (each is copied at its first use inside the capture, and copied back), the
-arrays made inside hold nothing meaningful (NaN where a float can say so), and NumPy's global random state is as
-it was. What CUDA refuses while a stream captures, the stand-in refuses with CUDA's error name
-(``CUDARuntimeError``): reading a value on the host (``float(x)``, ``.get()``, ``bool(x)``), waiting for the
-device, copying from the host, capturing the legacy default stream, or issuing work on another stream than the
-one capturing.
+arrays made inside hold nothing meaningful (NaN where a float can say so), and the random generators are as they
+were: NumPy's global state and every ``cupy.random.Generator`` drawn from (CuPy keeps such a generator's state on
+the device, so a replay advances it as an eager draw would). A draw of CuPy's legacy functions
+(``cupy.random.rand``...) replays the numbers it drew at the capture, as cuRAND's host-side generator does on a GPU.
+What CUDA refuses while a stream captures, the stand-in refuses with CUDA's error name (``CUDARuntimeError``):
+reading a value on the host (``float(x)``, ``.get()``, ``bool(x)``), waiting for the device, copying from the host,
+capturing the legacy default stream, or issuing work on another stream than the one capturing.
+
+The launch ledger (``bench/ledger.py``) sees no launch while a stream captures: the capture's events go to a ledger
+of its own, and each ``launch()`` counts one "graph" event that names the nodes.
 """
 
 import numpy
 
+from .. import ledger
+
 CAPTURE_UNSUPPORTED = "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing"
+
+#: Whether a GEMM issued during a capture is captured. CuPy 14 refuses to call cuBLAS while a stream captures
+#: (``cupy_backends/cuda/libs/cublas.pyx``, ``setStream``), so every ``matmul`` is refused there by default; a test
+#: sets this to check what a GEMM through a library that captures (cuTENSOR, or a cuBLAS handle of one's own) gives.
+capturable_gemm = False
 CAPTURE_IMPLICIT = ("cudaErrorStreamCaptureImplicit: operation would make the legacy stream depend on a capturing "
                     "blocking stream")
 
@@ -35,6 +47,9 @@ class Capture:
         self.made = {}  # id -> NumPy array made inside the capture (kept alive: a graph's memory is its own)
         self.before = {}  # id -> (NumPy array that existed before, its copy at first use)
         self.random_state = numpy.random.get_state()
+        self.generators = {}  # id -> (numpy.random.Generator drawn from, its state at first use)
+        self.book = ledger.Ledger()  # the capture's events: the graph's nodes
+        self.outer_ledgers = ledger.open_ledgers
 
 
 active = None  # the capture in progress: one at a time, as on one device
@@ -46,6 +61,12 @@ def refuse(message, what):
                            "and read results after the capture ends or after a replay)")
 
 
+def refuse_library(library):
+    """Raise CuPy's refusal of ``library`` ("cuBLAS", "cuRAND") while a stream captures: CuPy 14 disables the
+    calls of most CUDA libraries during a capture, before CUDA sees them, so the capture itself stays valid."""
+    raise NotImplementedError(f"calling {library} API during stream capture is currently unsupported")
+
+
 def begin(stream, null):
     """Start capturing ``stream``; ``null``: it is the legacy default stream, which CUDA cannot capture."""
     global active
@@ -54,6 +75,7 @@ def begin(stream, null):
     if active is not None:
         refuse(CAPTURE_UNSUPPORTED, "a second capture")
     active = Capture(stream)
+    ledger.open_ledgers = (active.book,)
 
 
 def end(stream):
@@ -62,13 +84,16 @@ def end(stream):
     if active is None or active.stream is not stream:
         raise CUDARuntimeError("cudaErrorIllegalState: the stream is not capturing")
     capture, active = active, None
+    ledger.open_ledgers = capture.outer_ledgers
     for array, copy in capture.before.values():
         numpy.copyto(array, copy)
     for array in capture.made.values():
         if array.flags.owndata and array.dtype.kind in "fc":
             array.fill(numpy.nan)
     numpy.random.set_state(capture.random_state)
-    return Graph(capture.nodes)
+    for generator, state in capture.generators.values():
+        generator.bit_generator.state = state
+    return Graph(capture.nodes, capture.book)
 
 
 def run(operation, inputs, current_stream):
@@ -80,6 +105,13 @@ def run(operation, inputs, current_stream):
         if array.flags.writeable and id(array) not in active.made and id(array) not in active.before:
             active.before[id(array)] = (array, array.copy())
     return operation()
+
+
+def draws_from(generator):
+    """Note that the capture in progress draws from ``generator`` (a ``numpy.random.Generator``, CuPy's on the
+    device), so that ``end`` sets it back."""
+    if id(generator) not in active.generators:
+        active.generators[id(generator)] = (generator, generator.bit_generator.state)
 
 
 def record(redo, outputs, inputs):
@@ -98,14 +130,20 @@ def record(redo, outputs, inputs):
 
 class Graph:
     """CuPy's ``cupy.cuda.graph.Graph``: ``launch()`` runs the captured nodes in order (they hold the memory the
-    capture made)."""
+    capture made); ``book``: the capture's ledger."""
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, book):
         self._nodes = nodes
+        names = {"kernel": "kernels", "memset": "memsets", "copy_device": "device copies",
+                 "copy_to_host": "copies to host", "copy_to_device": "copies to device"}
+        launched = [f"{_count(book.total(c))} {name}" for c, name in names.items() if book.total(c)]
+        self.description = f"CUDA graph of {_count(book.launches)} nodes ({', '.join(launched) or 'empty'})"
 
     def launch(self, stream=None):
         if active is not None:
             refuse(CAPTURE_UNSUPPORTED, "launching a graph")
+        if ledger.open_ledgers:
+            ledger.record("graph", self.description)
         for redo, targets in self._nodes:
             fresh = redo()
             if any(t is not None for t in targets):
@@ -118,6 +156,10 @@ class Graph:
 
     def __len__(self):
         return len(self._nodes)
+
+
+def _count(n):
+    return str(int(n)) if float(n).is_integer() else f"{n:.2f}"
 
 
 def _results(value):

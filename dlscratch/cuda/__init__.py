@@ -1,0 +1,31 @@
+"""PyTorch's ``torch.cuda`` questions, answered by the backend: is there a GPU dlscratch can use (CuPy and a
+device), and waiting for its queued work. CUDA graphs are in ``graphs.py``, as in PyTorch."""
+
+from .. import backend
+from .graphed_callables import make_graphed_callables
+from .graphs import CUDAGraph, graph, graph_pool_handle
+
+__all__ = ["is_available", "device_count", "current_device", "synchronize", "CUDAGraph", "graph",
+           "graph_pool_handle", "make_graphed_callables"]
+
+
+def is_available():
+    """Whether CuPy is installed and sees a GPU (the strict CuPy stand-in, which plays one on the CPU, counts)."""
+    return backend.gpu_available()
+
+
+def device_count():
+    """How many GPUs dlscratch uses: 1 where one is available (always CuPy's current device), else 0."""
+    return 1 if is_available() else 0
+
+
+def current_device():
+    """The index of the GPU dlscratch uses."""
+    if not is_available():
+        raise RuntimeError(f"no usable GPU: {backend.gpu_unavailable_reason()}")
+    return 0
+
+
+def synchronize():
+    """Wait until the GPU has finished the work queued so far (nothing to wait for on the CPU)."""
+    backend.synchronize()

@@ -1,0 +1,201 @@
+"""Captured training steps of whole models, checked on the strict stand-in, which captures as CUDA does
+(``bench/strict_cupy/capture.py``): ``nn.LSTM`` and an unrolled ``nn.LSTMCell`` with a Linear head, and the Keras
+MNIST CNN (``bench/cnn.py``) with its two dropouts. One model takes eager steps; an identical one takes a warm-up
+step, captures the next, and replays it on each new batch copied into the captured inputs: losses, weights and
+optimizer state agree bit for bit. The dropout masks come from a CuPy ``Generator``, whose state lives on the device,
+so a replay draws the mask that the eager step draws.
+
+Every one of these steps multiplies matrices, and CuPy 14 refuses cuBLAS inside a capture (``test_cuda_graphs.py``
+checks that refusal): the steps are captured with the ``capturable_gemm`` fixture, as a GEMM through a library that
+captures would be.
+
+The reference path's cross-entropy reads the labels on the host, which a capture refuses
+(``tests/test_cuda_graphs.py`` checks that); on that path the steps use the mean squared error."""
+
+import numpy as np
+import pytest
+
+import dlscratch
+import dlscratch.nn.functional as F
+from dlscratch import backend, nn, optim
+from dlscratch.bench.cnn import keras_cnn
+from dlscratch.engine import switch
+
+STEPS = 3  # replays compared with as many eager steps
+T, N, INPUT, HIDDEN = 6, 3, 12, 8  # the LSTMs' sequences: (T, N, INPUT)
+PATHS = {"fast": switch.fast_path, "reference": switch.reference}
+
+
+class LSTMHead(nn.Module):
+    """``nn.LSTM(12, 8)`` and a Linear head on the last step's output: ``x: (T, N, 12) -> (N, outputs)``."""
+
+    def __init__(self, outputs):
+        super().__init__()
+        self.lstm, self.head = nn.LSTM(INPUT, HIDDEN), nn.Linear(HIDDEN, outputs)
+
+    def forward(self, x):
+        return self.head(self.lstm(x)[0][-1])
+
+
+class LSTMCellHead(nn.Module):
+    """``nn.LSTMCell(12, 8)`` unrolled in Python over the steps, and a Linear head on the last hidden state."""
+
+    def __init__(self, outputs):
+        super().__init__()
+        self.cell, self.head = nn.LSTMCell(INPUT, HIDDEN), nn.Linear(HIDDEN, outputs)
+
+    def forward(self, x):
+        state = None
+        for x_t in x:
+            state = self.cell(x_t, state)
+        return self.head(state[0])
+
+
+def momentum(parameters):
+    return optim.SGD(parameters, lr=0.1, momentum=0.9)
+
+
+def cnn_sgd(parameters):
+    """The workload's SGD (``bench/cnn.py``), with momentum so that the optimizer has state to compare."""
+    return optim.SGD(parameters, lr=0.01, momentum=0.9)
+
+
+def adadelta(parameters):
+    return optim.Adadelta(parameters, lr=1.0)
+
+
+def labels(classes, n):
+    return lambda rng: rng.integers(0, classes, n)
+
+
+def targets(shape):
+    return lambda rng: rng.standard_normal(shape).astype(np.float32)
+
+
+# name -> (model, optimizer, loss, input shape, the batch's labels or targets from a NumPy Generator)
+CASES = {
+    "LSTM, cross-entropy": (lambda: LSTMHead(4), momentum, F.cross_entropy, (T, N, INPUT), labels(4, N)),
+    "LSTM, MSE": (lambda: LSTMHead(2), momentum, F.mse_loss, (T, N, INPUT), targets((N, 2))),
+    "LSTMCell, cross-entropy": (lambda: LSTMCellHead(4), momentum, F.cross_entropy, (T, N, INPUT), labels(4, N)),
+    "LSTMCell, MSE": (lambda: LSTMCellHead(2), momentum, F.mse_loss, (T, N, INPUT), targets((N, 2))),
+    "Keras CNN, cross-entropy, SGD": (lambda: keras_cnn(nn), cnn_sgd, F.cross_entropy, (2, 1, 28, 28), labels(10, 2)),
+    "Keras CNN, MSE, Adadelta": (lambda: keras_cnn(nn), adadelta, F.mse_loss, (2, 1, 28, 28), targets((2, 10))),
+}
+ON_THE_HOST = {name for name, case in CASES.items() if case[2] is F.cross_entropy}  # refused on the reference path
+
+
+def batches(name):
+    _, _, _, shape, make_y = CASES[name]
+    rng = np.random.default_rng(0)
+    return [(rng.standard_normal(shape).astype(np.float32), make_y(rng)) for _ in range(STEPS + 1)]
+
+
+def build(name):
+    make_model, make_optimizer, _, _, _ = CASES[name]
+    dlscratch.manual_seed(0)  # the same weights, and the same dropout masks to come
+    model = make_model().to("gpu")
+    return model, make_optimizer(model.parameters())
+
+
+def step(name, model, optimizer, x, y):
+    optimizer.zero_grad(set_to_none=False)
+    loss = CASES[name][2](model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def on_gpu(array):
+    return dlscratch.tensor(array).to("gpu")
+
+
+def host(value):
+    return backend.to_cpu(value.detach().data if isinstance(value, dlscratch.Tensor) else value)
+
+
+def state_of(optimizer):
+    return [(key, host(value)) for state in optimizer.state.values() for key, value in state.items()]
+
+
+def eager_run(name):
+    model, optimizer = build(name)
+    losses = [host(step(name, model, optimizer, on_gpu(x), on_gpu(y))) for x, y in batches(name)]
+    return model, optimizer, losses
+
+
+def replayed_run(name):
+    """A warm-up step on the first batch, a captured step, then one replay per next batch."""
+    data = batches(name)
+    model, optimizer = build(name)
+    static_x, static_y = on_gpu(data[0][0]), on_gpu(data[0][1])
+    losses = [host(step(name, model, optimizer, static_x, static_y))]  # the warm-up: state and constants made
+    weights, state = [host(p) for p in model.parameters()], state_of(optimizer)
+    graph = dlscratch.cuda.CUDAGraph()
+    with dlscratch.cuda.graph(graph):
+        static_loss = step(name, model, optimizer, static_x, static_y)
+    assert all(np.array_equal(w, host(p)) for w, p in zip(weights, model.parameters())), "the capture ran the step"
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(state, state_of(optimizer))), "the capture stepped"
+    for x, y in data[1:]:
+        with dlscratch.no_grad():
+            static_x.copy_(on_gpu(x))
+            static_y.copy_(on_gpu(y))
+        graph.replay()
+        losses.append(host(static_loss))
+    return model, optimizer, losses
+
+
+def assert_replays_match_eager_steps(name):
+    eager, eager_optimizer, eager_losses = eager_run(name)
+    model, optimizer, losses = replayed_run(name)
+    assert len({float(loss) for loss in eager_losses}) == STEPS + 1, "each batch should give its own loss"
+    assert all(np.array_equal(a, b) for a, b in zip(eager_losses, losses)), (eager_losses, losses)
+    for (key, p), q in zip(eager.named_parameters(), model.parameters()):
+        assert np.array_equal(host(p), host(q)), key
+    eager_state, state = state_of(eager_optimizer), state_of(optimizer)
+    assert eager_state and len(state) == len(eager_state)
+    for (key, a), (_, b) in zip(eager_state, state):
+        assert np.array_equal(a, b), key
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_replays_of_a_captured_step_give_the_eager_steps_bit_for_bit_on_the_fast_path(capturable_gemm, name):
+    with switch.fast_path():
+        assert_replays_match_eager_steps(name)
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - ON_THE_HOST))
+def test_replays_of_a_captured_step_give_the_eager_steps_bit_for_bit_on_the_reference_path(capturable_gemm, name):
+    with switch.reference():
+        assert_replays_match_eager_steps(name)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_each_replay_draws_the_dropout_mask_of_the_eager_step(stand_in, path):
+    """The Keras CNN's dropout alone, forward and backward: a replay that reused the capture's mask, or drew one
+    step ahead, would give other numbers."""
+    x = np.linspace(0.5, 2.0, 4 * 6, dtype=np.float32).reshape(4, 6)
+
+    def dropped(leaf):
+        out = F.dropout(leaf, 0.5)
+        (out * out).sum().backward()
+        return out
+
+    with PATHS[path]():
+        dlscratch.manual_seed(0)
+        eager = []
+        for _ in range(STEPS + 1):
+            leaf = on_gpu(x).requires_grad_()
+            eager.append((host(dropped(leaf)), host(leaf.grad)))
+        dlscratch.manual_seed(0)
+        leaf = on_gpu(x).requires_grad_()
+        replayed = [(host(dropped(leaf)), host(leaf.grad))]  # the warm-up
+        graph = dlscratch.cuda.CUDAGraph()
+        leaf.grad = None
+        with dlscratch.cuda.graph(graph):
+            out = dropped(leaf)
+        for _ in range(STEPS):
+            graph.replay()
+            replayed.append((host(out), host(leaf.grad)))
+    assert len({a.tobytes() for a, _ in eager}) == STEPS + 1, "each step should draw its own mask"
+    for (a, ga), (b, gb) in zip(eager, replayed):
+        assert np.array_equal(a, b) and np.array_equal(ga, gb)
