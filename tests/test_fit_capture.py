@@ -104,3 +104,21 @@ def test_without_a_gpu_fit_says_capturing_needs_one(monkeypatch):
     with pytest.warns(UserWarning, match=r"capturing needs a GPU \(CuPy is not installed\)"):
         fit(model, F.cross_entropy, optim.SGD(model.parameters(), lr=0.1),
             DataLoader(TensorDataset(x, y), batch_size=50), epochs=1, progress=False, capture=True)
+
+
+def test_a_label_out_of_range_in_a_replayed_step_is_named_as_in_an_eager_fit(capturable_gemm, fast_path):
+    """The loss's check reads the labels of the step that went wrong, not those the graph holds by then."""
+    x, y = data()
+    y = y.copy()
+    y[16 * 2 + 5] = 7  # in the third batch (no shuffling): a replayed step, with good batches after it
+    results = []
+    for capture in (True, False):
+        dlscratch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(2, 3)).to("gpu")
+        optimizer = OPTIMIZERS["SGD"](model.parameters())
+        with pytest.raises(ValueError, match="7"):
+            fit(model, F.cross_entropy, optimizer, DataLoader(TensorDataset(x, y), batch_size=16), epochs=1,
+                progress=False, capture=capture)
+        results.append(host(model.parameters()))
+    for got, expected in zip(*results, strict=True):
+        assert numpy.array_equal(got, expected)

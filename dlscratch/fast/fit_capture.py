@@ -87,4 +87,20 @@ class CapturedStep:
             p.grad = grad
         return self.row.copy()
 
+    def check_of(self, inputs, targets):
+        """The loss's deferred check (``engine/extensions/deferred_checks.py``) for the step replayed on this batch:
+        by the time the host runs it, later replays have overwritten the static tensors it reads, so it puts this
+        batch back in them first (the training stops there anyway)."""
+        check = self.loss.deferred_check
+        if check is None:
+            return None
+
+        def check_this_batch():
+            with no_grad():
+                for static, t in zip(self.static, (*inputs, targets)):
+                    static.copy_(t)
+            check()
+
+        return check_this_batch
+
     _next = None

@@ -88,7 +88,7 @@ class Steps:
         self.states.append({p: dict(s) for p, s in self.optimizer.state.items()})
         self.rows.append(captured.replay(inputs, targets, self.first_step + len(self.rows)))
         self.sizes.append(len(targets))
-        self.checks.append(captured.loss.deferred_check)
+        self.checks.append(captured.check_of(inputs, targets))
 
     def due(self):
         return (len(self.rows) >= MOST_PENDING

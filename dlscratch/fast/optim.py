@@ -180,16 +180,20 @@ def adam_update(self, staged, grad, state, group):
     lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
     count = state.get("step")
     t = state["step"] = next_count(count, staged.data, group["capturable"])
-    lr_corrected, sqrt_correction2 = bias_corrections(t, lr, beta1, beta2, staged.data.dtype)
     first = first_state(state, ["exp_avg", "exp_avg_sq"], staged.data)
-    if _on_kernels(staged.data):
-        update = functools.partial(optim_kernels.adam, grad, staged.data, state["exp_avg"], state["exp_avg_sq"],
-                                   beta1, beta2, eps, weight_decay, lr_corrected, sqrt_correction2, first)
-        if hasattr(count, "shape"):  # a count on the device: advanced in place, and not by a halted step
+    if _on_kernels(staged.data) and hasattr(t, "shape"):  # a count on the device, advanced in place, not when halted
+        update = functools.partial(optim_kernels.adam_capturable, grad, staged.data, state["exp_avg"],
+                                   state["exp_avg_sq"], lr, beta1, beta2, eps, weight_decay, t, first)
+        if count is None:
+            staged.apply = update
+        else:
             state["step"] = count
             staged.apply = functools.partial(_then, update, optim_kernels.copy_unless_halted, t, count)
-        else:
-            staged.apply = update
+        return
+    lr_corrected, sqrt_correction2 = bias_corrections(t, lr, beta1, beta2, staged.data.dtype)
+    if _on_kernels(staged.data):
+        staged.apply = functools.partial(optim_kernels.adam, grad, staged.data, state["exp_avg"], state["exp_avg_sq"],
+                                         beta1, beta2, eps, weight_decay, lr_corrected, sqrt_correction2, first)
         return
     staged.apply = in_blocks(self, adam_block, [staged.data, grad, state["exp_avg"], state["exp_avg_sq"]], 2, beta1,
                              beta2, eps, weight_decay, lr_corrected, sqrt_correction2, first)

@@ -49,7 +49,7 @@ p = p - delta;
 """)
 
 # the new moments in locals first: m and v are read after they are computed
-_ADAM = _unless_halted("""
+_ADAM_BODY = """
 T grad = g;
 if (weight_decay != 0) grad = grad + p * weight_decay;
 T m_new = grad * one_minus_beta1;
@@ -62,7 +62,14 @@ const T root = sqrt(v_new);  // rounded to T before it is divided, as NumPy's fl
 const T denom = root / sqrt_correction2 + eps;
 const T delta = m_new / denom * lr_corrected;
 p = p - delta;
-""")
+"""
+_ADAM = _unless_halted(_ADAM_BODY)
+
+# a capturable Adam's bias corrections from its step count t on the device, in float32 as optim/adam.py computes them
+_ADAM_CAPTURABLE = _unless_halted("""
+const T lr_corrected = (T)(lr32 / (1 - pow(beta1_32, t)));
+const T sqrt_correction2 = (T)sqrt(1 - pow(beta2_32, t));
+""" + _ADAM_BODY)
 
 _ADADELTA = _unless_halted("""
 T grad = g;
@@ -116,13 +123,24 @@ def sgd(g, p, buf, lr, momentum, dampening, weight_decay, nesterov, first):
 
 def adam(g, p, m, v, beta1, beta2, eps, weight_decay, lr_corrected, sqrt_correction2, first):
     """Adam's step, subtracted from ``p`` in place, the moments ``m, v`` updated in place (``first``: they hold
-    nothing yet). The bias corrections (``optim/adam.py``) are Python floats, or 0-d device arrays for a capturable
-    Adam, which the kernel reads on the device."""
+    nothing yet), with the bias corrections of ``optim/adam.py`` as Python floats."""
     names = ["weight_decay", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "sqrt_correction2", "eps",
              "lr_corrected"]
     kernel = _kernel(f"T g, {_scalars(names)}, int32 first", "T m, T v, T p", _ADAM, "dlscratch_adam", _adam_twin)
     kernel(_halt_flag(p), g, float(weight_decay), beta1, 1 - beta1, beta2, 1 - beta2, sqrt_correction2,
            float(eps), lr_corrected, int(first), m, v, p)
+
+
+def adam_capturable(g, p, m, v, lr, beta1, beta2, eps, weight_decay, t, first):
+    """``adam`` for a capturable Adam: the bias corrections computed in the kernel from ``t``, the step count (a 0-d
+    float32 device array), which a graph replays; ``optim/adam.py``'s ``bias_corrections`` would be eight
+    launches per parameter."""
+    names = ["weight_decay", "beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "eps"]
+    kernel = _kernel(f"T g, {_scalars(names)}, float32 lr32, float32 beta1_32, float32 beta2_32, float32 t, "
+                     "int32 first", "T m, T v, T p", _ADAM_CAPTURABLE, "dlscratch_adam_capturable",
+                     _adam_capturable_twin)
+    kernel(_halt_flag(p), g, float(weight_decay), beta1, 1 - beta1, beta2, 1 - beta2, float(eps), float(lr), beta1,
+           beta2, t, int(first), m, v, p)
 
 
 def adadelta(g, p, v, u, lr, rho, eps, weight_decay, first):
@@ -166,6 +184,14 @@ def _adam_twin(g, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, 
     m[...] = grad * one_minus_beta1 + (0 if first else m * beta1)
     v[...] = grad * one_minus_beta2 * grad + (0 if first else v * beta2)
     p -= m / (numpy.sqrt(v) / sqrt_correction2 + eps) * lr_corrected
+
+
+def _adam_capturable_twin(g, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, lr32, beta1_32,
+                          beta2_32, t, first, m, v, p):
+    lr_corrected = numpy.asarray(lr32 / (1 - beta1_32**t)).astype(p.dtype)
+    sqrt_correction2 = numpy.sqrt(1 - beta2_32**t).astype(p.dtype)
+    _adam_twin(g, weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_correction2, eps, lr_corrected,
+               first, m, v, p)
 
 
 def _adadelta_twin(g, weight_decay, rho, one_minus_rho, eps, lr, first, v, u, p):
