@@ -48,8 +48,9 @@ class CapturedStep:
 
     def __init__(self, body, halt):
         self.body, self.halt = body, halt
-        self.graph = None
+        self.graph, self.tried = None, False
         self.counter = backend.get_array_module(halt).zeros((), dtype=halt.dtype)
+        self.next_step = None  # the step number the counter holds, after the last replay
 
     def capture(self, inputs, targets):
         """Capture ``body`` on static copies of a batch (after an eager step of the same shapes: the warm-up), once;
@@ -68,21 +69,17 @@ class CapturedStep:
             return
         self.graph = g
 
-    tried = False
-
     def fits(self, inputs, targets):
         """Whether a batch has the captured shapes, dtypes and devices."""
         return self.graph is not None and [(t.shape, t.dtype, t.device) for t in (*inputs, targets)] == self.shapes
 
     def replay(self, inputs, targets, step):
         """Run the captured step on a batch as step number ``step``; returns a copy of its row."""
-        with no_grad():
-            for static, t in zip(self.static, (*inputs, targets)):
-                static.copy_(t)
-        if float(step) != self._next:
+        self.copy_in(inputs, targets)
+        if step != self.next_step:
             self.counter.fill(step)
         self.graph.replay()
-        self._next = step + 1
+        self.next_step = step + 1
         for p, grad in self.grads.items():  # as after an eager step: the gradients this step computed
             p.grad = grad
         return self.row.copy()
@@ -96,11 +93,13 @@ class CapturedStep:
             return None
 
         def check_this_batch():
-            with no_grad():
-                for static, t in zip(self.static, (*inputs, targets)):
-                    static.copy_(t)
+            self.copy_in(inputs, targets)
             check()
 
         return check_this_batch
 
-    _next = None
+    def copy_in(self, inputs, targets):
+        """Copy a batch into the static tensors the graph reads."""
+        with no_grad():
+            for static, t in zip(self.static, (*inputs, targets)):
+                static.copy_(t)

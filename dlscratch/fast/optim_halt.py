@@ -12,6 +12,7 @@ import contextvars
 import numpy
 
 from .. import backend
+from .kept_arrays import keep
 
 _halt = contextvars.ContextVar("halt", default=None)
 _never = {}  # array type -> its zeros, made once
@@ -33,8 +34,6 @@ def halt_flag(like):
     if flag is not None:
         return flag
     never = _never.get(type(like))
-    if never is None:
-        never = backend.get_array_module(like).zeros(2, dtype=numpy.float64)
-        if not backend.capturing():  # made in a capture, it holds its zeros only when the graph replays
-            _never[type(like)] = never
+    if never is None:  # kept as the backward's seed is, so that one made inside a CUDA graph capture is not kept
+        never = keep(_never, type(like), backend.get_array_module(like).zeros(2, dtype=numpy.float64))
     return never
