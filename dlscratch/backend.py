@@ -104,6 +104,36 @@ def nccl_module():
     return nccl
 
 
+_cublas = {}  # the library, opened once for each CuPy (the real one, the stand-in): {module name: library or None}
+
+
+def cublas_library():
+    """The cuBLAS library that CuPy loaded, opened with ``ctypes`` (``cuda/blas.py`` declares what it calls), for
+    the products a CUDA graph captures; the stand-in's cuBLAS on the stand-in; None without a GPU, on ROCm, or
+    where the loaded library cannot be found (outside Linux)."""
+    if not gpu_available():
+        return None
+    if cupy.__name__ not in _cublas:
+        _cublas[cupy.__name__] = _open_cublas()
+    return _cublas[cupy.__name__]
+
+
+def _open_cublas():
+    if strict_stand_in():
+        return cupy.cublas.library
+    if cupy.cuda.runtime.is_hip:
+        return None
+    import ctypes
+
+    from cupy_backends.cuda.libs import cublas  # noqa: F401 (loads libcublas into this process)
+    try:  # the copy CuPy loaded (its path, from this process's memory map), not another one on the search path
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/libcublas.so" in line}
+    except OSError:
+        return None
+    return ctypes.CDLL(sorted(paths)[0]) if paths else None
+
+
 def strict_stand_in():
     """True when the strict CuPy stand-in plays the GPU (no real GPU is in use)."""
     return cupy is not None and cupy.__name__ == __package__ + ".bench.strict_cupy"

@@ -97,17 +97,6 @@ def stand_in():
 
 
 @pytest.fixture
-def capturable_gemm(stand_in, monkeypatch):
-    """The stand-in, capturing GEMMs as a library that captures them would (cuTENSOR, or a cuBLAS handle of one's
-    own): CuPy 14 refuses cuBLAS inside a capture, which the stand-in does by default. For tests of what a captured
-    step gives, whatever GEMM it captures."""
-    from dlscratch.bench.strict_cupy import capture
-
-    monkeypatch.setattr(capture, "capturable_gemm", True)
-    return stand_in
-
-
-@pytest.fixture
 def nvrtc(stand_in):
     """The stand-in, compiling each kernel launch with NVRTC first (``strict_cupy/nvrtc.py``): for a test of the
     compile check. Skipped, saying why, where CuPy or NVRTC is missing; with ``DLSCRATCH_REQUIRE_NVRTC=1`` (CI's

@@ -1,13 +1,13 @@
 """Captured training steps of whole models, checked on the strict stand-in, which captures as CUDA does
-(``bench/strict_cupy/capture.py``): ``nn.LSTM`` and an unrolled ``nn.LSTMCell`` with a Linear head, and the Keras
-MNIST CNN (``bench/cnn.py``) with its two dropouts. One model takes eager steps; an identical one takes a warm-up
-step, captures the next, and replays it on each new batch copied into the captured inputs: losses, weights and
-optimizer state agree bit for bit. The dropout masks come from a CuPy ``Generator``, whose state lives on the device,
-so a replay draws the mask that the eager step draws.
+(``bench/strict_cupy/capture.py``): ``nn.LSTM`` and an unrolled ``nn.LSTMCell`` with a Linear head, the Keras
+MNIST CNN (``bench/cnn.py``) with its two dropouts, and an MLP under float16 ``autocast``. One model takes eager
+steps; an identical one takes a warm-up step, captures the next, and replays it on each new batch copied into the
+captured inputs: losses, weights and optimizer state agree bit for bit. The dropout masks come from a CuPy
+``Generator``, whose state lives on the device, so a replay draws the mask that the eager step draws.
 
-Every one of these steps multiplies matrices, and CuPy 14 refuses cuBLAS inside a capture (``test_cuda_graphs.py``
-checks that refusal): the steps are captured with the ``capturable_gemm`` fixture, as a GEMM through a library that
-captures would be.
+Every one of these steps multiplies matrices. CuPy 14 refuses cuBLAS inside a capture (``test_cuda_graphs.py``
+checks that refusal), so inside one dlscratch makes CuPy's cuBLAS call itself (``dlscratch/cuda/blas.py``; the
+stand-in plays cuBLAS on the memory the pointers name).
 
 The reference path's cross-entropy reads the labels on the host, which a capture refuses
 (``tests/test_cuda_graphs.py`` checks that); on that path the steps use the mean squared error."""
@@ -51,6 +51,19 @@ class LSTMCellHead(nn.Module):
         return self.head(state[0])
 
 
+class AutocastMLP(nn.Module):
+    """``Linear(12, 16)``, ``ReLU``, ``Linear(16, outputs)`` run under float16 ``autocast`` (float32 weights, float16
+    products: the casts are in the graph too)."""
+
+    def __init__(self, outputs):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(INPUT, 16), nn.ReLU(), nn.Linear(16, outputs))
+
+    def forward(self, x):
+        with dlscratch.amp.autocast():
+            return self.layers(x)
+
+
 def momentum(parameters):
     return optim.SGD(parameters, lr=0.1, momentum=0.9)
 
@@ -80,6 +93,9 @@ CASES = {
     "LSTMCell, MSE": (lambda: LSTMCellHead(2), momentum, F.mse_loss, (T, N, INPUT), targets((N, 2))),
     "Keras CNN, cross-entropy, SGD": (lambda: keras_cnn(nn), cnn_sgd, F.cross_entropy, (2, 1, 28, 28), labels(10, 2)),
     "Keras CNN, MSE, Adadelta": (lambda: keras_cnn(nn), adadelta, F.mse_loss, (2, 1, 28, 28), targets((2, 10))),
+    "MLP, float16 autocast, cross-entropy": (lambda: AutocastMLP(4), momentum, F.cross_entropy, (N, INPUT),
+                                             labels(4, N)),
+    "MLP, float16 autocast, MSE": (lambda: AutocastMLP(2), momentum, F.mse_loss, (N, INPUT), targets((N, 2))),
 }
 ON_THE_HOST = {name for name, case in CASES.items() if case[2] is F.cross_entropy}  # refused on the reference path
 
@@ -158,13 +174,13 @@ def assert_replays_match_eager_steps(name):
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_replays_of_a_captured_step_give_the_eager_steps_bit_for_bit_on_the_fast_path(capturable_gemm, name):
+def test_replays_of_a_captured_step_give_the_eager_steps_bit_for_bit_on_the_fast_path(stand_in, name):
     with switch.fast_path():
         assert_replays_match_eager_steps(name)
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - ON_THE_HOST))
-def test_replays_of_a_captured_step_give_the_eager_steps_bit_for_bit_on_the_reference_path(capturable_gemm, name):
+def test_replays_of_a_captured_step_give_the_eager_steps_bit_for_bit_on_the_reference_path(stand_in, name):
     with switch.reference():
         assert_replays_match_eager_steps(name)
 

@@ -52,7 +52,7 @@ def train(forward, parameters, data):
     return losses
 
 
-def test_a_graphed_mlp_trains_as_the_eager_one_bit_for_bit(capturable_gemm):
+def test_a_graphed_mlp_trains_as_the_eager_one_bit_for_bit(stand_in):
     data = batches()
     eager = mlp()
     eager_losses = train(eager, eager.parameters(), data)
@@ -72,7 +72,7 @@ def two_outputs(a, b):
     return (a @ b).tanh(), a.exp() * b.sum()
 
 
-def test_a_graphed_function_of_two_tensors_gives_the_eager_gradients(capturable_gemm):
+def test_a_graphed_function_of_two_tensors_gives_the_eager_gradients(stand_in):
     rng = np.random.default_rng(1)
     values = [(rng.standard_normal((3, 4)), rng.standard_normal((4, 2))) for _ in range(3)]
     w1, w2 = on_gpu(rng.standard_normal((3, 2))), on_gpu(rng.standard_normal((3, 4)))
@@ -88,7 +88,7 @@ def test_a_graphed_function_of_two_tensors_gives_the_eager_gradients(capturable_
             assert np.array_equal(eager, replayed)
 
 
-def test_an_input_the_outputs_do_not_use_is_refused_unless_allowed(capturable_gemm):
+def test_an_input_the_outputs_do_not_use_is_refused_unless_allowed(stand_in):
     a, b = on_gpu(np.ones(3), True), on_gpu(np.ones(3), True)
     with pytest.raises(RuntimeError, match="argument 1 .* the outputs do not depend on it; pass allow_unused_input"):
         make_graphed_callables(lambda a, b: a * 2, (a, b))
@@ -105,14 +105,14 @@ def test_an_input_the_outputs_do_not_use_is_refused_unless_allowed(capturable_ge
     (lambda: dlscratch.ones(5, 8, device="cpu"), r"argument 0 is on the CPU, but a CUDA graph runs on the GPU"),
     (lambda: on_gpu(np.ones((5, 8), np.float32), True), "argument 0 has requires_grad True, but the graph was"),
 ])
-def test_an_argument_unlike_the_sample_is_refused_by_the_rule(capturable_gemm, bad, message):
+def test_an_argument_unlike_the_sample_is_refused_by_the_rule(stand_in, bad, message):
     model = mlp()
     make_graphed_callables(model, (on_gpu(np.ones((5, 8), np.float32)),))
     with pytest.raises(RuntimeError, match=message):
         model(bad())
 
 
-def test_sample_args_or_a_module_on_the_cpu_are_refused_naming_why(capturable_gemm):
+def test_sample_args_or_a_module_on_the_cpu_are_refused_naming_why(stand_in):
     with pytest.raises(RuntimeError, match="sample arg 0 is on the CPU, but CUDA graphs capture GPU work"):
         make_graphed_callables(lambda x: x * 2, (dlscratch.ones(5, 8, device="cpu"),))
     dlscratch.manual_seed(0)
@@ -120,14 +120,14 @@ def test_sample_args_or_a_module_on_the_cpu_are_refused_naming_why(capturable_ge
         make_graphed_callables(nn.Sequential(nn.Linear(8, 4)).to("cpu"), (on_gpu(np.ones((5, 8), np.float32)),))
 
 
-def test_a_module_with_a_hook_is_refused(capturable_gemm):
+def test_a_module_with_a_hook_is_refused(stand_in):
     model = mlp()
     model[0].register_forward_pre_hook(lambda module, args: None)
     with pytest.raises(RuntimeError, match=r"modules must have no hooks when they are graphed \(0 has some\)"):
         make_graphed_callables(model, (on_gpu(np.ones((5, 8), np.float32)),))
 
 
-def test_a_tuple_of_two_modules_trains_as_the_eager_pair_bit_for_bit(capturable_gemm):
+def test_a_tuple_of_two_modules_trains_as_the_eager_pair_bit_for_bit(stand_in):
     data = batches()
     eager = mlp()
     eager_losses = train(eager, eager.parameters(), data)
@@ -142,7 +142,7 @@ def test_a_tuple_of_two_modules_trains_as_the_eager_pair_bit_for_bit(capturable_
         assert np.array_equal(host(p), host(q))
 
 
-def test_a_graphed_module_in_eval_mode_runs_its_forward_eagerly(capturable_gemm):
+def test_a_graphed_module_in_eval_mode_runs_its_forward_eagerly(stand_in):
     model, eager = mlp(), mlp()
     make_graphed_callables(model, (on_gpu(np.ones((5, 8), np.float32)),))
     x = on_gpu(np.linspace(-1, 1, 24, dtype=np.float32).reshape(3, 8))  # a batch size the graph was not captured for

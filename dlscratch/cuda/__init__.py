@@ -1,5 +1,6 @@
 """PyTorch's ``torch.cuda`` questions, answered by the backend: is there a GPU dlscratch can use (CuPy and a
-device), and waiting for its queued work. CUDA graphs are in ``graphs.py``, as in PyTorch."""
+device), and waiting for its queued work. CUDA graphs are in ``graphs.py``, as in PyTorch; ``blas.py`` makes the
+matrix products a capture records (CuPy refuses its own cuBLAS calls inside one)."""
 
 from .. import backend
 from .graphed_callables import make_graphed_callables

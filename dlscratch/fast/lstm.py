@@ -17,6 +17,7 @@ from ..operations.lstm_cell import lstm_cell as reference_lstm_cell
 from ..operations.lstm_pointwise import backward_buffers, outputs_like, peephole_gradients
 from ..operations.lstm_pointwise import lstm_pointwise_backward as reference_backward
 from ..operations.lstm_pointwise import lstm_pointwise_forward as reference_forward
+from ..operations.products import gemm
 from . import lstm_kernels
 from .matmul import outer_or_matmul
 
@@ -78,8 +79,8 @@ class LSTMCell(ReferenceLSTMCell):  # the reference's name, as a graph's node sh
         if not one_dtype(x, h, c, W_ih, W_hh, *rest) or not use_kernel(None, backend.get_array_module(x)):
             return super().forward(x, h, c, W_ih, W_hh, *rest)
         check_cell_shapes(x, h, c, W_ih, W_hh, rest[:2] if self.bias else ())
-        z = x @ W_ih.T
-        r = h @ W_hh.T
+        z = gemm(x, W_ih.T)
+        r = gemm(h, W_hh.T)
         b_ih, b_hh = rest[:2] if self.bias else (0, 0)
         peephole = rest[-3:] if self.peephole else None
         h_next, c_next, tanh_c = outputs_like(c, None, None, None)

@@ -21,6 +21,7 @@ from ..engine.switch import fast_version_of
 from ..operations.lstm_layer import LSTMLayer as ReferenceLSTMLayer
 from ..operations.lstm_layer import apply_lstm_layer
 from ..operations.lstm_layer import lstm_layer as reference_lstm_layer
+from ..operations.products import gemm
 from . import lstm_kernels
 from .lstm import bias_gradients, one_dtype
 
@@ -39,7 +40,7 @@ class LSTMLayer(ReferenceLSTMLayer):
         self.check(x, h0, c0, W_ih, W_hh, b_ih, b_hh)
         xp = backend.get_array_module(x)
         R, N, H = x.shape[0], self.batch_sizes[0], W_hh.shape[1]
-        z_all = x @ W_ih.T  # every step's input projection in one GEMM: (R, 4H); the kernel adds the biases
+        z_all = gemm(x, W_ih.T)  # every step's input projection in one GEMM: (R, 4H); the kernel adds the biases
         hs, cs = xp.empty((2, R + N, H), dtype=x.dtype)  # [h0, y] (forward) or [y, h0] (reverse), and the cells
         start_ends = self.steps[0][0] > self.steps[-1][0]  # reverse: the first step processed is the last one
         mine, before = (slice(0, R), slice(N, R + N)) if start_ends else (slice(N, R + N), slice(0, R))
@@ -51,7 +52,7 @@ class LSTMLayer(ReferenceLSTMLayer):
         b_ih, b_hh = (b_ih, b_hh) if self.bias else (0, 0)
         for start, n in self.steps:
             rows = slice(start, start + n)
-            xp.matmul(h_prev_all[rows], W_hh.T, out=r)
+            gemm(h_prev_all[rows], W_hh.T, out=r)
             lstm_kernels.forward_recurrent_kernel(z_all[rows], b_ih, b_hh, r, c_prev_all[rows], y[rows],
                                                   c_all[rows], tanh_c_all[rows])
         last = slice(*((0, N) if start_ends else (R - N, R)))
@@ -77,7 +78,7 @@ class LSTMLayer(ReferenceLSTMLayer):
             lstm_kernels.backward_recurrent_kernel(gates[rows], c_prev_all[rows], tanh_c_all[rows], gh_read,
                                                    0 if gy is None else gy[rows], gc_read, gz_all[rows], gc)
             product = products[rows] if need_x else products
-            xp.matmul(gz_all[rows], W, out=product)
+            gemm(gz_all[rows], W, out=product)
             gh_read, gc_read = product[:, :H], gc
         return self.gradients(gz_all, gh_read, gc, gx=products[:, H:] if need_x else None)
 

@@ -10,17 +10,29 @@ GEMM itself.
 Both paths use it for every product (``matmul``, ``linear``, ``conv2d``, the LSTM's), so that float16 results
 agree to the last bit: NumPy's loop also sums in float32 but in another order, and a different float32 sum can
 round to a different float16.
+
+While a CUDA graph captures, the product goes through ``cuda/blas.matmul``: the cuBLAS call CuPy's ``matmul``
+makes, which CuPy itself refuses to make inside a capture.
 """
 
 import numpy
 
-from ..backend import get_array_module, is_gpu_array
+from ..backend import capturing, get_array_module, is_gpu_array
 
 
-def gemm(a, b):
-    """``a @ b``; float16 operands on a CPU summed in float32 by BLAS and rounded once."""
-    if a.dtype == numpy.float16 and b.dtype == numpy.float16 and not is_gpu_array(a):
-        product = get_array_module(a).matmul(a, b, dtype=numpy.float32)
+def gemm(a, b, out=None):
+    """``a @ b`` (into ``out`` if given); float16 operands on a CPU summed in float32 by BLAS and rounded once."""
+    if is_gpu_array(a):
+        if capturing():
+            from ..cuda import blas
+            return blas.matmul(a, b, out)
+        return a @ b if out is None else get_array_module(a).matmul(a, b, out=out)
+    if a.dtype == numpy.float16 and b.dtype == numpy.float16:
+        product = numpy.matmul(a, b, dtype=numpy.float32)
         with numpy.errstate(over="ignore"):  # a sum past float16's range is inf, as on a GPU; GradScaler sees it
-            return product.astype(numpy.float16)
-    return a @ b
+            product = product.astype(numpy.float16)
+        if out is None:
+            return product
+        out[...] = product
+        return out
+    return a @ b if out is None else numpy.matmul(a, b, out=out)

@@ -29,7 +29,7 @@ Timings on the stand-in mean nothing; ``backend.real_gpu()`` says whether a real
 
 # The package is the ``cupy`` module: arrays.py's names are its names, with CuPy's ElementwiseKernel and the errors
 # a kernel can raise.
-from . import arrays
+from . import arrays, cublas  # noqa: F401 (cublas: the library that dlscratch/cuda/blas.py calls, as ``cublas.library``)
 from .arrays import *  # noqa: F403
 from .kernel_parser import UnsupportedKernelCode  # noqa: F401
 from .kernel_threads import AmbiguousForCuda, KernelFault  # noqa: F401

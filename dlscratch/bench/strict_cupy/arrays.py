@@ -181,7 +181,7 @@ def _function(numpy_function, where, namespace, name, owner=None):
             if name not in _HOST_RANDOM:
                 capture.refuse_library("cuRAND")  # the legacy functions draw with cuRAND's host API
             wrapped = _wrap_all(numpy_function(*args, **kwargs), layout)  # the host's work, not captured
-        elif name in ledger._GEMMS and not capture.capturable_gemm:
+        elif name in ledger._GEMMS and _calls_cublas(args):
             capture.refuse_library("cuBLAS")
         else:
             if namespace == "cupy.random.Generator":
@@ -280,9 +280,11 @@ def _apply_ufunc(ufunc, method, args, kwargs):
         where = f"{ufunc.__name__}.{method}"
         cupy_api.check_call("cupy.ufunc", method, args, kwargs)
     out = kwargs.get("out")
-    if ufunc is numpy.matmul and capture.active is not None and not capture.capturable_gemm:
-        capture.refuse_library("cuBLAS")
     args, kwargs = _strict(args, where), _strict(kwargs, where)
+    if ufunc is numpy.matmul and capture.active is not None and _calls_cublas(args):
+        capture.refuse_library("cuBLAS")
+    if ufunc is numpy.matmul and method == "__call__" and len(args) == 2:
+        args = _laid_out_for_cublas(*args)
     if ufunc is numpy.matmul and method == "__call__" and _half_operands(args, kwargs):
         compute = functools.partial(_half_matmul, *args, **kwargs)
     else:
@@ -298,6 +300,34 @@ def _apply_ufunc(ufunc, method, args, kwargs):
         outputs = list(_arrays_in([_lenient(result)]))
         ledger.record_all(ledger.ufunc(ufunc.__name__, method, args, out is not None, outputs))
     return result
+
+
+def _calls_cublas(args):
+    """Whether CuPy computes this product (NumPy arrays ``args``) with cuBLAS: not where there is nothing to sum or
+    nowhere to put it (it fills zeros), nor for a 2-D ``(1, k) @ (k, 1)`` (its ``dot`` sums it with a reduction
+    kernel, ``cupy/_core/_routines_linalg.pyx``)."""
+    a, b = (numpy.asarray(x) for x in args[:2]) if len(args) >= 2 else (numpy.ones((2, 2)),) * 2
+    if a.size == 0 or b.size == 0 or a.ndim == 0 or b.ndim == 0:
+        return False
+    return max(a.ndim, b.ndim) > 2 or a.size // a.shape[-1] != 1 or b.size // b.shape[0] != 1
+
+
+def _laid_out_for_cublas(a, b):
+    """The operands of a product as CuPy hands them to cuBLAS (``_routines_linalg.pyx``): both operands of a
+    batched product C-contiguous, in the dtype of the product; a 2-D operand of the other dtype cast in its own
+    memory order, and one neither C- nor F-contiguous copied, the left one as its transpose (``dot`` copies
+    ``a.T``: ``a`` in F order). NumPy would cast into a buffer of its own, and sum a strided operand in its own
+    loop or through BLAS with the other transpose: other bits than the GPU's."""
+    if not (isinstance(a, numpy.ndarray) and isinstance(b, numpy.ndarray)) or min(a.ndim, b.ndim) < 1:
+        return a, b
+    dtype = numpy.promote_types(a.dtype, b.dtype) if a.dtype.kind == b.dtype.kind == "f" else None
+    if max(a.ndim, b.ndim) > 2:
+        return numpy.ascontiguousarray(a, dtype), numpy.ascontiguousarray(b, dtype)
+    if dtype is not None:
+        a, b = (x.astype(dtype, copy=False) if x.ndim == 2 else x for x in (a, b))
+    a, b = (x if x.ndim < 2 or x.flags.c_contiguous or x.flags.f_contiguous else copy(x)
+            for x, copy in ((a, numpy.asfortranarray), (b, numpy.ascontiguousarray)))
+    return a, b
 
 
 def _half_operands(args, kwargs):
@@ -406,6 +436,12 @@ class ndarray:  # noqa: N801 (CuPy's name)
                 _captured(lambda: target.fill(0), (target,))
             else:
                 target[...] = 0
+
+    @property
+    def data(self):
+        """CuPy's ``MemoryPointer`` to the first element: its ``ptr`` is the address the stand-in's cuBLAS reads."""
+        from .cublas import pointer_of
+        return types.SimpleNamespace(ptr=pointer_of(self._a))
 
     @property
     def base(self):
@@ -611,6 +647,7 @@ __version__ = f"stand-in (numpy {numpy.__version__})"
 class _Stream:
     def __init__(self, null=False, non_blocking=False, ptr=0):
         self.null = null
+        self.ptr = 0 if null else id(self)  # CUDA's handle of the stream; the legacy default stream's is 0
 
     def synchronize(self):
         _count_wait("stream.synchronize")
@@ -659,6 +696,8 @@ class _Event:
 
 
 class _Device:
+    compute_capability = "90"  # the course's GPUs (H100, H200); cuda/blas.py picks cuBLAS's algorithm by it
+
     def __init__(self, device=0):
         self.id = int(device)
 
@@ -720,6 +759,7 @@ cuda = types.SimpleNamespace(
     MemoryPool=_MemoryPool,
     using_allocator=lambda allocator=None: contextlib.nullcontext(),  # no array comes from an allocator here
     graph=types.SimpleNamespace(Graph=capture.Graph),
+    device=types.SimpleNamespace(get_cublas_handle=lambda: 1),  # one handle: the stand-in's cuBLAS (cublas.py)
 )
 cuda.runtime.CUDARuntimeError = capture.CUDARuntimeError
 get_default_memory_pool = get_default_pinned_memory_pool = lambda: _memory_pool

@@ -26,10 +26,6 @@ from .. import ledger
 
 CAPTURE_UNSUPPORTED = "cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing"
 
-#: Whether a GEMM issued during a capture is captured. CuPy 14 refuses to call cuBLAS while a stream captures
-#: (``cupy_backends/cuda/libs/cublas.pyx``, ``setStream``), so every ``matmul`` is refused there by default; a test
-#: sets this to check what a GEMM through a library that captures (cuTENSOR, or a cuBLAS handle of one's own) gives.
-capturable_gemm = False
 CAPTURE_IMPLICIT = ("cudaErrorStreamCaptureImplicit: operation would make the legacy stream depend on a capturing "
                     "blocking stream")
 

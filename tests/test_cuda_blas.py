@@ -1,0 +1,211 @@
+"""``dlscratch.cuda.blas.matmul``: CuPy's cuBLAS call made by dlscratch, so that a CUDA graph captures products.
+
+Checked on the strict stand-in, whose cuBLAS (``bench/strict_cupy/cublas.py``) reads and writes the memory the
+pointers name in column-major order: a product through it equals CuPy's ``matmul`` bit for bit only when the call
+(operands' order, transposes, leading dimensions, strides) is the one CuPy makes. On a GPU,
+``python -m dlscratch.bench graphs`` checks the same against the real cuBLAS."""
+
+import ctypes
+import itertools
+
+import numpy as np
+import pytest
+
+import dlscratch
+from dlscratch import backend
+from dlscratch.cuda import blas
+
+DTYPES = (np.float16, np.float32, np.float64)
+SHAPES = ((3, 4, 5), (1, 7, 9), (9, 7, 1), (64, 200, 17), (2, 1, 3))  # (M, K, N); (64, 200, 17) splits K on a GPU
+
+
+def layouts(cupy, rng, rows, cols, dtype):
+    """The matrix ``rows x cols`` C-contiguous, transposed (F-contiguous) and strided (neither)."""
+    def draw(shape):
+        return cupy.asarray(rng.standard_normal(shape).astype(dtype))
+    return {"C": draw((rows, cols)), "F": draw((cols, rows)).T, "strided": draw((rows, 2 * cols))[:, ::2]}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_2d_product_is_cupys_bit_for_bit_in_every_layout(stand_in, dtype, shape):
+    cupy, rng = stand_in, np.random.default_rng(sum(shape))
+    m, k, n = shape
+    lefts, rights = layouts(cupy, rng, m, k, dtype), layouts(cupy, rng, k, n, dtype)
+    for (left, a), (right, b) in itertools.product(lefts.items(), rights.items()):
+        got, expected = blas.matmul(a, b).get(), cupy.matmul(a, b).get()
+        assert got.dtype == expected.dtype == dtype and got.shape == (m, n), (left, right)
+        assert np.array_equal(got, expected), (left, right)
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float16), (np.float16, np.float32), (np.float64, np.float32)])
+def test_a_product_of_two_dtypes_casts_as_cupy_does(stand_in, dtypes):
+    """An autocast backward multiplies float32 gradients by float16 weights: CuPy casts to the wider dtype, in the
+    operand's own memory order, before its GEMM."""
+    cupy, rng = stand_in, np.random.default_rng(5)
+    lefts, rights = layouts(cupy, rng, 6, 20, dtypes[0]), layouts(cupy, rng, 20, 3, dtypes[1])
+    for (left, a), (right, b) in itertools.product(lefts.items(), rights.items()):
+        got, expected = blas.matmul(a, b).get(), cupy.matmul(a, b).get()
+        assert got.dtype == expected.dtype == np.promote_types(*dtypes) and np.array_equal(got, expected), (left, right)
+    a = cupy.asarray(rng.standard_normal((2, 6, 20)).astype(dtypes[0]))
+    b = cupy.asarray(rng.standard_normal((2, 20, 3)).astype(dtypes[1]))
+    assert np.array_equal(blas.matmul(a, b).get(), cupy.matmul(a, b).get())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_batched_product_is_cupys_bit_for_bit_also_into_out(stand_in, dtype):
+    cupy, rng = stand_in, np.random.default_rng(1)
+    a = cupy.asarray(rng.standard_normal((2, 3, 6, 5)).astype(dtype))
+    b = cupy.asarray(rng.standard_normal((2, 3, 5, 4)).astype(dtype))
+    expected = cupy.matmul(a, b).get()
+    assert np.array_equal(blas.matmul(a, b).get(), expected)
+    transposed = b.transpose(0, 1, 3, 2).copy().transpose(0, 1, 3, 2)  # the same numbers, not C-contiguous
+    assert np.array_equal(blas.matmul(a, transposed).get(), expected)
+    out = cupy.empty((2, 3, 6, 4), dtype)
+    assert blas.matmul(a, b, out) is out and np.array_equal(out.get(), expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_product_into_out_even_one_sharing_an_operands_memory_is_cupys(stand_in, dtype):
+    cupy, rng = stand_in, np.random.default_rng(2)
+    a = cupy.asarray(rng.standard_normal((4, 4)).astype(dtype))
+    b = cupy.asarray(rng.standard_normal((4, 4)).astype(dtype))
+    expected = cupy.matmul(a, b).get()
+    row = cupy.empty((3, 4, 4), dtype)[1]
+    assert blas.matmul(a, b, row) is row and np.array_equal(row.get(), expected)
+    assert blas.matmul(a, b, a) is a and np.array_equal(a.get(), expected)  # read before it is written
+
+
+@pytest.mark.parametrize("case", ["broadcast batch", "vector", "complex", "(1, k) @ (k, 1)", "k = 0"])
+def test_a_product_it_does_not_make_goes_to_cupys_matmul(stand_in, case):
+    cupy, rng = stand_in, np.random.default_rng(3)
+    draw = {"float32": lambda *s: cupy.asarray(rng.standard_normal(s).astype(np.float32)),
+            "complex64": lambda *s: cupy.asarray(rng.standard_normal(s).astype(np.complex64))}
+    a, b = {"broadcast batch": (draw["float32"](2, 3, 4), draw["float32"](4, 5)),
+            "vector": (draw["float32"](4), draw["float32"](4, 5)),
+            "complex": (draw["complex64"](3, 4), draw["complex64"](4, 5)),
+            "(1, k) @ (k, 1)": (draw["float32"](1, 4), draw["float32"](4, 1)),
+            "k = 0": (draw["float32"](3, 0), draw["float32"](0, 5))}[case]
+    assert np.array_equal(blas.matmul(a, b).get(), cupy.matmul(a, b).get())
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            if case in ("(1, k) @ (k, 1)", "k = 0"):  # no cuBLAS call: CuPy captures these itself
+                blas.matmul(a, b)
+            else:
+                with pytest.raises(NotImplementedError, match="calling cuBLAS API during stream capture"):
+                    blas.matmul(a, b)
+        finally:
+            stream.end_capture()
+
+
+def test_captured_products_replay_what_the_eager_products_give(stand_in):
+    cupy, rng = stand_in, np.random.default_rng(4)
+    a = cupy.asarray(rng.standard_normal((6, 5)).astype(np.float32))
+    w = cupy.asarray(rng.standard_normal((7, 5)).astype(np.float32))
+    batch = cupy.asarray(rng.standard_normal((3, 6, 5)).astype(np.float16))
+    batch_w = cupy.asarray(rng.standard_normal((3, 5, 2)).astype(np.float16))
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        y, z = blas.matmul(a, w.T), blas.matmul(batch, batch_w)
+        graph = stream.end_capture()
+    for seed in range(3):
+        a[...] = cupy.asarray(np.random.default_rng(seed).standard_normal((6, 5)).astype(np.float32))
+        batch *= 2
+        graph.launch()
+        assert np.array_equal(y.get(), cupy.matmul(a, w.T).get())
+        assert np.array_equal(z.get(), cupy.matmul(batch, batch_w).get())
+
+
+def test_the_stand_ins_cublas_counts_the_kernels_cupys_gemm_launches(stand_in):
+    cupy = stand_in
+    a, b = cupy.ones((64, 200), dtype=np.float32), cupy.ones((200, 17), dtype=np.float32)
+    with backend.ledger() as theirs:
+        cupy.matmul(a, b)
+    with backend.ledger() as ours:
+        blas.matmul(a, b)
+    assert ours.launches == theirs.launches == 2  # the GEMM and cuBLAS's split-K reduction
+    assert ours.total("allocation") == theirs.total("allocation") == 1  # the output
+
+
+def test_the_stand_ins_cublas_refuses_what_cublas_refuses(stand_in):
+    """A leading dimension shorter than a column, memory outside every array, a call unlike its C prototype."""
+    library, cupy = backend.cublas_library(), stand_in
+    a = cupy.ones((4, 4), dtype=np.float32)
+    one, zero = ctypes.c_float(1), ctypes.c_float(0)
+    p = a.data.ptr
+
+    def gemm(lda=4, pointer=p, m=4):
+        return library.cublasGemmEx(1, blas.OP_N, blas.OP_N, m, 4, 4, ctypes.addressof(one), pointer, 0, lda, p, 0,
+                                    4, ctypes.addressof(zero), p, 0, 4, blas.COMPUTE_32F, blas.GEMM_DEFAULT)
+
+    assert gemm() == 0
+    assert gemm(lda=3) == 7  # CUBLAS_STATUS_INVALID_VALUE
+    assert gemm(pointer=p + 4) == 7  # the last column would run past the array
+    with pytest.raises(TypeError, match="not a C c_int"):
+        gemm(m=2 ** 31)
+    with pytest.raises(blas.CublasError, match="^CUBLAS_STATUS_INVALID_VALUE"):
+        blas._check(gemm(lda=3))
+
+
+def test_the_stand_ins_cublas_finds_memory_whose_first_address_a_dead_array_had():
+    """NumPy hands freed memory to new arrays: an entry left by a dead array at an address inside a live one must
+    not hide the live one (a replay's GEMM was refused so, now and then, before this was seen)."""
+    import weakref
+
+    from dlscratch.bench.strict_cupy.cublas import _Memory
+
+    memory, live = _Memory(), np.zeros(8, np.float32)
+    memory.note(live)
+    start = live.__array_interface__["data"][0]
+    gone = np.zeros(2, np.float32)
+    dead = weakref.ref(gone)
+    del gone
+    memory._blocks[start + 8] = (start + 16, dead)  # as if a 2-float array had lived there
+    assert memory.owner(start + 8, start + 16) is live
+    assert memory.owner(start + 8, start + 40) is None  # past the live array's end
+
+
+def test_a_gemm_on_another_stream_than_the_capturing_one_is_refused(stand_in):
+    cupy = stand_in
+    a = cupy.ones((4, 4), dtype=np.float32)
+    library, one, zero = backend.cublas_library(), ctypes.c_float(1), ctypes.c_float(0)
+    library.cublasSetStream_v2(1, 0)  # the legacy default stream
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            with pytest.raises(cupy.cuda.runtime.CUDARuntimeError, match="^cudaErrorStreamCaptureImplicit"):
+                library.cublasGemmEx(1, 0, 0, 4, 4, 4, ctypes.addressof(one), a.data.ptr, 0, 4, a.data.ptr, 0, 4,
+                                     ctypes.addressof(zero), a.data.ptr, 0, 4, blas.COMPUTE_32F, blas.GEMM_DEFAULT)
+        finally:
+            stream.end_capture()
+
+
+def test_a_linear_layer_captures_and_replays_its_eager_output(stand_in):
+    layer = dlscratch.nn.Linear(5, 3).to("gpu")
+    x = dlscratch.tensor(np.ones((2, 5), np.float32)).to("gpu")
+    eager = layer(x).detach().to("cpu").numpy()
+    graph = dlscratch.cuda.CUDAGraph()
+    with dlscratch.cuda.graph(graph):
+        y = layer(x)
+    with backend.ledger() as book:
+        graph.replay()
+    assert np.array_equal(y.detach().to("cpu").numpy(), eager) and book.graphs == 1
+
+
+def test_the_prototypes_declared_are_cublas_headers_as_the_stand_in_reads_them():
+    """``blas.PROTOTYPES`` is what ``ctypes`` passes; the stand-in's ``HEADER`` is cublas_api.h's text (CUDA 12.9,
+    checked against the header when it was written)."""
+    from dlscratch.bench.strict_cupy import cublas
+
+    assert blas.PROTOTYPES.keys() == cublas.HEADER.keys()
+    for name, argtypes in blas.PROTOTYPES.items():
+        assert argtypes == cublas.prototype(name), name
+
+
+def test_there_is_no_cublas_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(backend, "gpu_available", lambda: False)
+    assert backend.cublas_library() is None
