@@ -4,12 +4,15 @@ First the rules that decide what can be captured, checked against the CuPy in us
 calls (every GEMM) and its legacy random draws (cuRAND) inside a capture. Then the way around the first:
 ``dlscratch.cuda.blas`` makes CuPy's cuBLAS call itself, which a capture records, and its products must equal
 CuPy's ``matmul`` bit for bit (2-D and batched, float16, float32 and float64, C-ordered, transposed and strided
-operands), eagerly and replayed. Last, the training steps of the issue's targets, the MLP 784-1000-10 with SGD and
-momentum at batch 1 and 8 and the same with capturable Adam: each step's replays must give the eager steps' losses
-and weights bit for bit, and are timed against them and, where PyTorch has CUDA, against PyTorch's eager step and
-PyTorch's own captured step (``torch.cuda.graph``), medians of interleaved repeats, each call synchronized. And
-the precision suite's MLP in float32 and under float16 ``autocast``, eager and captured: what capturing the casts
-changes. On the stand-in the times say nothing about a GPU; the launch counts do.
+operands), eagerly and replayed.
+
+Then the issue's targets, each captured (``captured_steps.py``), its replays checked against the eager steps bit
+for bit, and timed against them and, where PyTorch has CUDA, against PyTorch's eager step and PyTorch's own captured
+step: the MLP 784-1000-10 (SGD with momentum, capturable Adam) at batch 1 and 8, the Keras CNN with SGD at batch
+128, and ``nn.LSTM`` 700 -> 500 over 80 steps at batch 1, forward and backward, beside cuDNN's. Last, the precision
+suite's MLP in float32 and under float16 ``autocast``, eager and captured: what capturing the casts changes.
+Medians of interleaved repeats, each call synchronized. On the stand-in the times say nothing about a GPU; the
+launch counts do.
 """
 
 import itertools
@@ -17,24 +20,28 @@ import itertools
 import numpy
 
 from .. import backend, nn, optim
-from ..amp import autocast
 from ..cuda import blas
 from ..cuda.graphs import CUDAGraph, graph
-from ..engine.creation import manual_seed
-from ..engine.grad_mode import no_grad
-from ..engine.tensor import Tensor
-from ..nn.functional import cross_entropy
-from . import precision, torch_device
+from . import captured_steps, precision, torch_device
+from .cnn import batch_of, keras_cnn
 from .mlp import mlp, random_batch
 from .timing import format_table, measure_interleaved, median
 
-SIZES, BATCHES = (784, 1000, 10), (1, 8)
+SIZES, BATCHES = (784, 1000, 10), (1, 8)  # the MLP of the issue's targets, as the mlp suite runs it
 QUICK_SIZES, QUICK_BATCHES = (20, 16, 10), (4,)
+CNN_BATCH = 128  # the Keras CNN's step, as the cnn suite runs it
+LSTM_SIZES, QUICK_LSTM_SIZES, LSTM_BATCH = (700, 500, 80), (40, 30, 12), 1  # the lstm suite's: input, hidden, steps
 LR, MOMENTUM = 0.01, 0.9
 HEADERS = ["check or step", "result"]
 OPTIMIZERS = {
     "SGD with momentum": lambda ps: optim.SGD(ps, lr=LR, momentum=MOMENTUM),
     "capturable Adam": lambda ps: optim.Adam(ps, lr=1e-3, capturable=True),
+    "SGD": lambda ps: optim.SGD(ps, lr=LR),
+}
+TORCH_OPTIMIZERS = {
+    "SGD with momentum": lambda torch, ps: torch.optim.SGD(ps, lr=LR, momentum=MOMENTUM),
+    "capturable Adam": lambda torch, ps: torch.optim.Adam(ps, lr=1e-3, capturable=True),
+    "SGD": lambda torch, ps: torch.optim.SGD(ps, lr=LR),
 }
 #: item 5 of the issue: float16 under autocast against float32, eager and captured, on the precision suite's MLP
 #: and batch (``bench/precision.py``), with SGD and momentum and no GradScaler (it reads the host at each step)
@@ -90,80 +97,6 @@ def products(shapes=PRODUCT_SHAPES):
     return len(cases), differ
 
 
-def training(build, optimizer_of, shape, classes, steps, mixed=False):
-    """``(eager losses, replayed losses, same weights?, eager step, replay)``: two copies of ``build()`` trained
-    by ``optimizer_of``, one eagerly, one replaying a captured step, on batches of ``shape`` with labels below
-    ``classes``; the forward under float16 ``autocast`` where ``mixed``."""
-    rng = numpy.random.default_rng(shape[0])
-    batches = [(backend.to_gpu(rng.random(shape, dtype=numpy.float32)),
-                backend.to_gpu(rng.integers(0, classes, size=shape[0]))) for _ in range(steps + 1)]
-    models = []
-    for _ in range(2):
-        manual_seed(0)
-        model = build().to("gpu")
-        models.append((model, optimizer_of(model.parameters())))
-
-    def step(model, optimizer, x, y):
-        optimizer.zero_grad(set_to_none=False)
-        with autocast(enabled=mixed):
-            loss = cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    (eager, eager_optimizer), (model, optimizer) = models
-    eager_losses = [float(step(eager, eager_optimizer, Tensor(x), Tensor(y))) for x, y in batches]
-    static_x, static_y = (Tensor(a.copy()) for a in batches[0])
-    replayed = [float(step(model, optimizer, static_x, static_y))]  # the warm-up
-    g = CUDAGraph()
-    with graph(g):
-        static_loss = step(model, optimizer, static_x, static_y)
-    for x, y in batches[1:]:
-        with no_grad():
-            static_x.copy_(Tensor(x))
-            static_y.copy_(Tensor(y))
-        g.replay()
-        replayed.append(float(static_loss))
-    same = all(numpy.array_equal(backend.to_cpu(p.data), backend.to_cpu(q.data))
-               for p, q in zip(eager.parameters(), model.parameters()))
-    return eager_losses, replayed, same, (lambda: step(eager, eager_optimizer, static_x, static_y)), g.replay
-
-
-def torch_steps(name, sizes, batch, pt):
-    """``{"PyTorch eager": step, "PyTorch replay": step}``: PyTorch's eager step and its captured step
-    (``torch.cuda.graph``, after a warm-up on a side stream, as PyTorch's documentation does it) of the same model,
-    both synchronized by ``pt``."""
-    import torch
-
-    def build():
-        layers = []
-        for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-            layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
-        model = torch.nn.Sequential(*layers[:-1]).to(pt.device)
-        optimizer = (torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM) if name == "SGD with momentum"
-                     else torch.optim.Adam(model.parameters(), lr=1e-3, capturable=True))
-        return model, optimizer
-
-    x, y = (pt.tensor(a) for a in random_batch(sizes, batch))
-
-    def step(model, optimizer):
-        optimizer.zero_grad(set_to_none=False)
-        torch.nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
-
-    eager, captured = build(), build()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step(*captured)
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        step(*captured)
-    return {"PyTorch eager": pt.timed(lambda: step(*eager)), "PyTorch replay": pt.timed(g.replay)}
-
-
 def run(repeat=None, quick=False):
     """Check the rules and the products, check and time the captured steps; print the table; return
     ``(headers, rows)``."""
@@ -174,24 +107,37 @@ def run(repeat=None, quick=False):
     steps = 3 if quick else 20
     sizes, batches = (QUICK_SIZES, QUICK_BATCHES) if quick else (SIZES, BATCHES)
     pt = torch_device.choose()
+    torch_runs = pt.gpu and pt.runs  # PyTorch's rows beside dlscratch's GPU backend (--device gpu), on CUDA
     where = "the strict stand-in (its times say nothing about a GPU)" if backend.strict_stand_in() else "the GPU"
-    print(f"graphs: MLP {'-'.join(map(str, sizes))} on {where}; median of {repeat} interleaved repeats")
-    if pt.gpu:  # PyTorch's rows beside dlscratch's GPU backend (--device gpu), on CUDA
+    print(f"graphs: captured steps on {where}; median of {repeat} interleaved repeats")
+    if pt.gpu:
         print(pt.header)
     rows = [list(row) for row in refusals()]
     checked, differ = products(PRODUCT_SHAPES[:1] if quick else PRODUCT_SHAPES)
     rows.append([f"dlscratch's cuBLAS call = CuPy's matmul ({checked} products, eager and replayed)",
                  "bit for bit" if not differ else f"DIFFERENT: {', '.join(differ)}"])
-    for name, batch in itertools.product(OPTIMIZERS, batches):
-        trained = training(lambda: mlp(sizes), OPTIMIZERS[name], (batch, sizes[0]), sizes[-1], steps)
-        torch = torch_steps(name, sizes, batch, pt) if pt.gpu and pt.runs else {}
-        rows += step_rows(f"{name}, batch {batch}", trained, steps, repeat, quick, torch)
+    for name, batch in itertools.product(("SGD with momentum", "capturable Adam"), batches):
+        trained = captured_steps.training(lambda: mlp(sizes), OPTIMIZERS[name], (batch, sizes[0]), sizes[-1], steps)
+        torch = torch_training(lambda t: mlp_of(t, sizes), TORCH_OPTIMIZERS[name], random_batch(sizes, batch), pt) \
+            if torch_runs else {}
+        rows += step_rows(f"MLP {'-'.join(map(str, sizes))}, {name}, batch {batch}", trained, steps, repeat, quick,
+                          torch)
+    cnn_batch = 2 if quick else CNN_BATCH
+    trained = captured_steps.training(lambda: keras_cnn(nn), OPTIMIZERS["SGD"], (cnn_batch, 1, 28, 28), 10, steps)
+    torch = torch_training(lambda t: keras_cnn(t.nn), TORCH_OPTIMIZERS["SGD"], batch_of(cnn_batch), pt) \
+        if torch_runs else {}
+    rows += step_rows(f"Keras CNN, SGD, batch {cnn_batch}", trained, steps, repeat, quick, torch)
+    lstm_sizes = QUICK_LSTM_SIZES if quick else LSTM_SIZES
+    passes = captured_steps.lstm_passes(lstm_sizes, LSTM_BATCH, steps)
+    torch = torch_lstm(lstm_sizes, LSTM_BATCH, pt) if torch_runs else {}
+    rows += step_rows(f"nn.LSTM {lstm_sizes[0]}->{lstm_sizes[1]}, {lstm_sizes[2]} steps, batch {LSTM_BATCH}, forward "
+                      "+ backward", passes, steps, repeat, quick, torch)
     precision_batch = PRECISION_QUICK_BATCH if quick else PRECISION_BATCH
     medians = {}
     for mixed in (False, True):
         label = f"{PRECISION_MODEL}, batch {precision_batch}, {'float16 autocast' if mixed else 'float32'}"
-        trained = training(lambda: precision.mlp(nn), OPTIMIZERS["SGD with momentum"], (precision_batch, 1, 28, 28),
-                           10, steps, mixed=mixed)
+        trained = captured_steps.training(lambda: precision.mlp(nn), OPTIMIZERS["SGD with momentum"],
+                                          (precision_batch, 1, 28, 28), 10, steps, mixed=mixed)
         rows += step_rows(label, trained, steps, repeat, quick, {}, medians.setdefault(mixed, {}))
     rows.append([f"{PRECISION_MODEL}: float16 autocast / float32, eager and replayed",
                  f"{medians[True]['eager'] / medians[False]['eager']:.2f}x, "
@@ -200,12 +146,52 @@ def run(repeat=None, quick=False):
     return HEADERS, rows
 
 
+def mlp_of(torch, sizes):
+    """The MLP of ``sizes`` in PyTorch (``Linear``/``ReLU``, as ``bench/mlp.py`` builds dlscratch's)."""
+    layers = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def torch_training(build, optimizer_of, batch, pt):
+    """PyTorch's eager and captured training steps of ``build(torch)`` on ``batch`` (NumPy inputs and labels)."""
+    import torch
+
+    x, y = (pt.tensor(a) for a in batch)
+
+    def make():
+        model = build(torch).to(pt.device)
+        return model, optimizer_of(torch, model.parameters())
+
+    def step(model, optimizer):
+        optimizer.zero_grad(set_to_none=False)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    return captured_steps.torch_pair(make, step, pt)
+
+
+def torch_lstm(sizes, batch, pt):
+    """PyTorch's (cuDNN's) ``nn.LSTM`` forward and backward, eager and captured, as ``captured_steps.lstm_passes``."""
+    import torch
+
+    input_size, hidden_size, length = sizes
+    x = pt.tensor(numpy.random.default_rng(batch).standard_normal((length, batch, input_size), dtype=numpy.float32))
+
+    def passes(model):
+        model.zero_grad()
+        model(x)[0].sum().backward()
+
+    return captured_steps.torch_pair(lambda: (torch.nn.LSTM(input_size, hidden_size).to(pt.device),), passes, pt)
+
+
 def step_rows(label, trained, steps, repeat, quick, torch, medians=None):
     """The rows of one captured step: replays against eager steps, launches (on the stand-in), milliseconds
     (beside PyTorch's eager and captured steps where ``torch`` has them); ``medians`` gets the milliseconds."""
-    eager_losses, replayed, same, eager_step, replay = trained
-    rows = [[f"{label}: {steps} replays = eager steps", "bit for bit" if replayed == eager_losses and same
-             else "DIFFERENT"]]
+    eager_results, replayed, same, eager_step, replay = trained
+    agree = same and all(numpy.array_equal(a, b) for a, b in zip(_flat(eager_results), _flat(replayed), strict=True))
+    rows = [[f"{label}: {steps} replays = eager steps", "bit for bit" if agree else "DIFFERENT"]]
     if backend.strict_stand_in():
         with backend.ledger() as eager_book:
             eager_step()
@@ -220,11 +206,15 @@ def step_rows(label, trained, steps, repeat, quick, torch, medians=None):
         medians.update(ms)
     rows.append([f"{label}: ms per step", f"{ms['eager']:.3f} eager, {ms['replay']:.3f} replayed "
                  f"({ms['eager'] / ms['replay']:.1f}x)"])
-    if "PyTorch eager" in ms:
-        rows.append([f"{label}: replayed / PyTorch's eager, / PyTorch's replayed",
-                     f"{ms['replay'] / ms['PyTorch eager']:.2f}x ({ms['PyTorch eager']:.3f} ms), "
-                     f"{ms['replay'] / ms['PyTorch replay']:.2f}x ({ms['PyTorch replay']:.3f} ms)"])
+    for theirs in ("PyTorch eager", "PyTorch replay"):
+        if theirs in ms:
+            rows.append([f"{label}: replayed / {theirs}", f"{ms['replay'] / ms[theirs]:.2f}x ({ms[theirs]:.3f} ms)"])
     return rows
+
+
+def _flat(results):
+    """The arrays of a list of results (an array, or a list of arrays, each)."""
+    return [a for r in results for a in (r if isinstance(r, list) else [r])]
 
 
 def _synchronized(fn):
