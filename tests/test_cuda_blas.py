@@ -130,22 +130,26 @@ def test_the_stand_ins_cublas_counts_the_kernels_cupys_gemm_launches(stand_in):
     assert ours.total("allocation") == theirs.total("allocation") == 1  # the output
 
 
-def test_the_stand_ins_cublas_refuses_what_cublas_refuses(stand_in):
-    """A leading dimension shorter than a column, memory outside every array, a call unlike its C prototype."""
+def test_the_stand_ins_cublas_refuses_what_cublas_and_the_gpu_refuse(stand_in):
+    """A leading dimension shorter than a column, memory outside every array (a kernel's fault on a GPU), a call
+    unlike its C prototype; and what the stand-in does not compute, by name."""
     library, cupy = backend.cublas_library(), stand_in
     a = cupy.ones((4, 4), dtype=np.float32)
     one, zero = ctypes.c_float(1), ctypes.c_float(0)
     p = a.data.ptr
 
-    def gemm(lda=4, pointer=p, m=4):
-        return library.cublasGemmEx(1, blas.OP_N, blas.OP_N, m, 4, 4, ctypes.addressof(one), pointer, 0, lda, p, 0,
-                                    4, ctypes.addressof(zero), p, 0, 4, blas.COMPUTE_32F, blas.GEMM_DEFAULT)
+    def gemm(lda=4, pointer=p, m=4, alpha=one):
+        return library.cublasGemmEx(1, blas.OP_N, blas.OP_N, m, 4, 4, ctypes.addressof(alpha), pointer, 0, lda, p,
+                                    0, 4, ctypes.addressof(zero), p, 0, 4, blas.COMPUTE_32F, blas.GEMM_DEFAULT)
 
     assert gemm() == 0
     assert gemm(lda=3) == 7  # CUBLAS_STATUS_INVALID_VALUE
-    assert gemm(pointer=p + 4) == 7  # the last column would run past the array
+    with pytest.raises(cupy.cuda.runtime.CUDARuntimeError, match="^cudaErrorIllegalAddress"):
+        gemm(pointer=p + 4)  # the last column would run past the array
     with pytest.raises(TypeError, match="not a C c_int"):
         gemm(m=2 ** 31)
+    with pytest.raises(NotImplementedError, match="alpha 1, beta 0"):
+        gemm(alpha=ctypes.c_float(2))
     with pytest.raises(blas.CublasError, match="^CUBLAS_STATUS_INVALID_VALUE"):
         blas._check(gemm(lda=3))
 

@@ -3,10 +3,10 @@
 A stand-in array's ``.data.ptr`` is the address of its first element in host memory (``pointer_of``), and the
 NumPy array owning that memory is noted, so that a pointer handed to cuBLAS leads back to it (``matrix_at``). A
 GEMM here reads and writes the memory its pointers, leading dimensions and strides name, as cuBLAS does, in
-column-major order: a wrong leading dimension or transpose gives wrong numbers, and memory outside every known
-array is refused with cuBLAS's ``CUBLAS_STATUS_INVALID_VALUE``. Each call is checked against the function's
-declaration in cuBLAS's header (``HEADER``, from cublas_api.h of CUDA 12): the count of its arguments, and each
-one's C type.
+column-major order: a wrong leading dimension or transpose gives wrong numbers, a leading dimension shorter than a
+column is cuBLAS's ``CUBLAS_STATUS_INVALID_VALUE``, and memory outside every known array is the fault a GPU's
+kernel would meet (``cudaErrorIllegalAddress``). Each call is checked against the function's declaration in
+cuBLAS's header (``HEADER``, from cublas_api.h of CUDA 12): the count of its arguments, and each one's C type.
 
 The product itself is computed as the stand-in's ``matmul`` computes the row-major product the call stands for
 (``C^T = B^T A^T``; float16 summed in float32, rounded once), so a product through cuBLAS gives the bits of
@@ -105,14 +105,14 @@ def pointer_of(a):
 def matrix_at(pointer, dtype, rows, cols, ld, batch=1, stride=0):
     """``(view, owner)``: the column-major ``rows x cols`` matrix at ``pointer`` with leading dimension ``ld``
     (``batch`` of them, ``stride`` elements apart) as a NumPy view ``(batch, rows, cols)``, and the NumPy array
-    owning its memory; None where cuBLAS would refuse the leading dimension or where the memory is no array's."""
-    if rows < 0 or cols < 0 or ld < max(1, rows) or batch < 1:
-        return None
+    owning its memory. Memory that is no array's is what a GPU's kernel would fault on: CUDA's error, named."""
     item = dtype.itemsize
     last = (batch - 1) * stride + (cols - 1) * ld + rows if rows and cols else 0
     owner = _memory.owner(pointer, pointer + last * item)
     if owner is None or pointer % item:
-        return None
+        raise capture.CUDARuntimeError(
+            f"cudaErrorIllegalAddress: a cuBLAS GEMM would read or write {last * item} bytes from {pointer:#x}, "
+            "outside every array (a wrong pointer, leading dimension or stride)")
     offset = pointer - owner.__array_interface__["data"][0]
     view = numpy.ndarray((batch, rows, cols), dtype, buffer=owner, offset=offset,
                          strides=(stride * item, item, ld * item))
@@ -160,25 +160,22 @@ class Library:
 
     def _gemm(self, handle, transa, transb, m, n, k, alpha, a, b, beta, c, batch, compute, name):
         """``C = alpha op(A) op(B) + beta C``, column-major, ``op(A): m x k``, ``op(B): k x n``, ``batch`` times."""
-        if transa not in (OP_N, OP_T) or transb not in (OP_N, OP_T) or min(m, n, k) < 0:
-            return INVALID_VALUE
-        if not {a[1], b[1], c[1]} <= set(DTYPES) or len({a[1], b[1], c[1]}) != 1:
-            return INVALID_VALUE
-        dtype = DTYPES[c[1]]
-        if compute not in ((COMPUTE_64F,) if dtype == numpy.float64 else (COMPUTE_32F,
-                                                                             COMPUTE_32F_FAST_TF32)):
-            return INVALID_VALUE
         shape_a = (k, m) if transa == OP_T else (m, k)
         shape_b = (n, k) if transb == OP_T else (k, n)
-        found = [matrix_at(pointer, dtype, *shape, ld, batch, stride)
-                 for (pointer, _, ld, stride), shape in ((a, shape_a), (b, shape_b), (c, (m, n)))]
-        if None in found:
-            return INVALID_VALUE
-        (A, _), (B, _), (C, _) = found  # noqa: N806
+        shapes = (shape_a, shape_b, (m, n))
+        if {transa, transb} - {OP_N, OP_T} or min(m, n, k, batch) < 0 or any(
+                matrix[2] < max(1, shape[0]) for matrix, shape in zip((a, b, c), shapes)):
+            return INVALID_VALUE  # cuBLAS's checks of its arguments: an operation, a size, a leading dimension
+        dtype = DTYPES.get(c[1])
         scalar = ctypes.c_double if compute == COMPUTE_64F else ctypes.c_float
-        one_and_zero = (scalar.from_address(alpha).value, scalar.from_address(beta).value) == (1, 0)
-        if not one_and_zero:
-            return INVALID_VALUE  # dlscratch asks for C = op(A) op(B) only; the stand-in computes nothing else
+        if dtype is None or a[1] != c[1] or b[1] != c[1] or compute not in (
+                (COMPUTE_64F,) if dtype == numpy.float64 else (COMPUTE_32F, COMPUTE_32F_FAST_TF32)) or (
+                scalar.from_address(alpha).value, scalar.from_address(beta).value) != (1, 0):
+            raise NotImplementedError("the stand-in's cuBLAS computes C = op(A) op(B) (alpha 1, beta 0) of one float "
+                                      "dtype in float32 or float64 sums, what dlscratch/cuda/blas.py asks for")
+        found = [matrix_at(pointer, dtype, *shape, ld, batch, stride)
+                 for (pointer, _, ld, stride), shape in zip((a, b, c), shapes)]
+        (A, _), (B, _), (C, _) = found  # noqa: N806
         # the row-major product this call stands for, C^T = op(B)^T op(A)^T, computed as the stand-in's matmul
         # computes it: from operands laid out as the caller's (2-D ones as 2-D: NumPy treats a vector apart)
         left = B if transb == OP_T else B.transpose(0, 2, 1)
