@@ -6,7 +6,7 @@ calls (every GEMM) and its legacy random draws (cuRAND) inside a capture. Then t
 CuPy's ``matmul`` bit for bit (2-D and batched, float16, float32 and float64, C-ordered, transposed and strided
 operands), eagerly and replayed.
 
-Then the issue's targets, each captured (``captured_steps.py``), its replays checked against the eager steps bit
+Then issue 56's targets, each captured (``captured_steps.py``), its replays checked against the eager steps bit
 for bit, and timed against them and, where PyTorch has CUDA, against PyTorch's eager step and PyTorch's own captured
 step: the MLP 784-1000-10 (SGD with momentum, capturable Adam) at batch 1 and 8, the Keras CNN with SGD at batch
 128, and ``nn.LSTM`` 700 -> 500 over 80 steps at batch 1, forward and backward, beside cuDNN's. Last, the precision
@@ -27,7 +27,7 @@ from .cnn import batch_of, keras_cnn
 from .mlp import mlp, random_batch
 from .timing import format_table, measure_interleaved, median
 
-SIZES, BATCHES = (784, 1000, 10), (1, 8)  # the MLP of the issue's targets, as the mlp suite runs it
+SIZES, BATCHES = (784, 1000, 10), (1, 8)  # the MLP of issue 56's targets, as the mlp suite runs it
 QUICK_SIZES, QUICK_BATCHES = (20, 16, 10), (4,)
 CNN_BATCH = 128  # the Keras CNN's step, as the cnn suite runs it
 LSTM_SIZES, QUICK_LSTM_SIZES, LSTM_BATCH = (700, 500, 80), (40, 30, 12), 1  # the lstm suite's: input, hidden, steps
@@ -43,7 +43,7 @@ TORCH_OPTIMIZERS = {
     "capturable Adam": lambda torch, ps: torch.optim.Adam(ps, lr=1e-3, capturable=True),
     "SGD": lambda torch, ps: torch.optim.SGD(ps, lr=LR),
 }
-#: item 5 of the issue: float16 under autocast against float32, eager and captured, on the precision suite's MLP
+#: item 5 of issue 56: float16 under autocast against float32, eager and captured, on the precision suite's MLP
 #: and batch (``bench/precision.py``), with SGD and momentum and no GradScaler (it reads the host at each step)
 PRECISION_MODEL, PRECISION_BATCH, PRECISION_QUICK_BATCH = "MLP 784-1024-1024-10", 64, 2
 PRODUCT_SHAPES = ((3, 4, 5), (1, 784, 1000), (8, 1000, 10), (1000, 8, 784), (64, 200, 17), (9, 7, 1))

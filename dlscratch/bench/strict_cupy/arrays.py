@@ -181,7 +181,7 @@ def _function(numpy_function, where, namespace, name, owner=None):
             if name not in _HOST_RANDOM:
                 capture.refuse_library("cuRAND")  # the legacy functions draw with cuRAND's host API
             wrapped = _wrap_all(numpy_function(*args, **kwargs), layout)  # the host's work, not captured
-        elif name in ledger._GEMMS and _calls_cublas(args):
+        elif name in ledger._GEMMS and _calls_cublas(args if owner is None else (owner, *args)):
             capture.refuse_library("cuBLAS")
         else:
             if namespace == "cupy.random.Generator":
@@ -306,7 +306,9 @@ def _calls_cublas(args):
     """Whether CuPy computes this product (NumPy arrays ``args``) with cuBLAS: not where there is nothing to sum or
     nowhere to put it (it fills zeros), nor for a 2-D ``(1, k) @ (k, 1)`` (its ``dot`` sums it with a reduction
     kernel, ``cupy/_core/_routines_linalg.pyx``)."""
-    a, b = (numpy.asarray(x) for x in args[:2]) if len(args) >= 2 else (numpy.ones((2, 2)),) * 2
+    if len(args) < 2:
+        return True  # not a product of two arrays: CuPy's check of its arguments comes after its refusal
+    a, b = (numpy.asarray(x) for x in args[:2])
     if a.size == 0 or b.size == 0 or a.ndim == 0 or b.ndim == 0:
         return False
     return max(a.ndim, b.ndim) > 2 or a.size // a.shape[-1] != 1 or b.size // b.shape[0] != 1
