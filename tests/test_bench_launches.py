@@ -38,6 +38,9 @@ class FakeLedger:
     def table(self, top=20):
         return f"FAKE TABLE top={top} kernels={self.kernels:g}"
 
+    def by_name(self):
+        return [("kernel", "fake kernel", self.kernels)]
+
 
 @pytest.fixture
 def fake_ledger(monkeypatch):
@@ -103,6 +106,16 @@ def test_on_the_cpu_the_suite_counts_on_the_stand_in_per_step_without_the_warm_u
     ]
     assert "a note on PyTorch's count" in out and "quick mode" not in out
     assert "where the launches of sequence come from (3.9x PyTorch's), per step:\nFAKE TABLE top=10 kernels=70" in out
+    assert "by name, per step:\nsmall:\n      30  kernel          fake kernel\nsequence:\n      70  kernel" in out
+
+
+def test_a_kernels_name_loses_cs_template_arguments_and_parameters_only():
+    cub = ("void cub::detail::reduce::DeviceReduceKernel<cub::policy_hub<float, unsigned int>::Policy1000, float*>"
+           "(float*, float*, unsigned int, cuda::std::plus<void>)")
+    assert launches.short_name(cub) == "cub::detail::reduce::DeviceReduceKernel"
+    xmma = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_execute_split_k_kernel__5x_cublas"
+    assert launches.short_name(xmma) == xmma
+    assert launches.short_name("Memcpy DtoH (Device -> Pageable)") == "Memcpy DtoH (Device -> Pageable)"
 
 
 def test_quick_mode_says_so_and_gives_no_ratio_to_pytorch(restore_backend, made_up_workloads, capsys):

@@ -15,14 +15,22 @@ import dlscratch
 from dlscratch import backend
 from dlscratch.cuda import blas
 
-DTYPES = (np.float16, np.float32, np.float64)
+DTYPES = (np.float16, np.float32, np.float64, np.complex64, np.complex128)  # complex: the FFT convolution's
 SHAPES = ((3, 4, 5), (1, 7, 9), (9, 7, 1), (64, 200, 17), (2, 1, 3))  # (M, K, N); (64, 200, 17) splits K on a GPU
+
+
+def drawn(rng, shape, dtype):
+    """Standard normal numbers of ``dtype``; a complex one's imaginary parts drawn too."""
+    numbers = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        numbers = numbers + 1j * rng.standard_normal(shape)
+    return numbers.astype(dtype)
 
 
 def layouts(cupy, rng, rows, cols, dtype):
     """The matrix ``rows x cols`` C-contiguous, transposed (F-contiguous) and strided (neither)."""
     def draw(shape):
-        return cupy.asarray(rng.standard_normal(shape).astype(dtype))
+        return cupy.asarray(drawn(rng, shape, dtype))
     return {"C": draw((rows, cols)), "F": draw((cols, rows)).T, "strided": draw((rows, 2 * cols))[:, ::2]}
 
 
@@ -38,7 +46,8 @@ def test_a_2d_product_is_cupys_bit_for_bit_in_every_layout(stand_in, dtype, shap
         assert np.array_equal(got, expected), (left, right)
 
 
-@pytest.mark.parametrize("dtypes", [(np.float32, np.float16), (np.float16, np.float32), (np.float64, np.float32)])
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float16), (np.float16, np.float32), (np.float64, np.float32),
+                                    (np.complex64, np.float32), (np.float64, np.complex64)])
 def test_a_product_of_two_dtypes_casts_as_cupy_does(stand_in, dtypes):
     """An autocast backward multiplies float32 gradients by float16 weights: CuPy casts to the wider dtype, in the
     operand's own memory order, before its GEMM."""
@@ -47,16 +56,14 @@ def test_a_product_of_two_dtypes_casts_as_cupy_does(stand_in, dtypes):
     for (left, a), (right, b) in itertools.product(lefts.items(), rights.items()):
         got, expected = blas.matmul(a, b).get(), cupy.matmul(a, b).get()
         assert got.dtype == expected.dtype == np.promote_types(*dtypes) and np.array_equal(got, expected), (left, right)
-    a = cupy.asarray(rng.standard_normal((2, 6, 20)).astype(dtypes[0]))
-    b = cupy.asarray(rng.standard_normal((2, 20, 3)).astype(dtypes[1]))
+    a, b = cupy.asarray(drawn(rng, (2, 6, 20), dtypes[0])), cupy.asarray(drawn(rng, (2, 20, 3), dtypes[1]))
     assert np.array_equal(blas.matmul(a, b).get(), cupy.matmul(a, b).get())
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_batched_product_is_cupys_bit_for_bit_also_into_out(stand_in, dtype):
     cupy, rng = stand_in, np.random.default_rng(1)
-    a = cupy.asarray(rng.standard_normal((2, 3, 6, 5)).astype(dtype))
-    b = cupy.asarray(rng.standard_normal((2, 3, 5, 4)).astype(dtype))
+    a, b = cupy.asarray(drawn(rng, (2, 3, 6, 5), dtype)), cupy.asarray(drawn(rng, (2, 3, 5, 4), dtype))
     expected = cupy.matmul(a, b).get()
     assert np.array_equal(blas.matmul(a, b).get(), expected)
     transposed = b.transpose(0, 1, 3, 2).copy().transpose(0, 1, 3, 2)  # the same numbers, not C-contiguous
@@ -68,22 +75,21 @@ def test_a_batched_product_is_cupys_bit_for_bit_also_into_out(stand_in, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_product_into_out_even_one_sharing_an_operands_memory_is_cupys(stand_in, dtype):
     cupy, rng = stand_in, np.random.default_rng(2)
-    a = cupy.asarray(rng.standard_normal((4, 4)).astype(dtype))
-    b = cupy.asarray(rng.standard_normal((4, 4)).astype(dtype))
+    a, b = cupy.asarray(drawn(rng, (4, 4), dtype)), cupy.asarray(drawn(rng, (4, 4), dtype))
     expected = cupy.matmul(a, b).get()
     row = cupy.empty((3, 4, 4), dtype)[1]
     assert blas.matmul(a, b, row) is row and np.array_equal(row.get(), expected)
     assert blas.matmul(a, b, a) is a and np.array_equal(a.get(), expected)  # read before it is written
 
 
-@pytest.mark.parametrize("case", ["broadcast batch", "vector", "complex", "(1, k) @ (k, 1)", "k = 0"])
+@pytest.mark.parametrize("case", ["broadcast batch", "vector", "integers", "(1, k) @ (k, 1)", "k = 0"])
 def test_a_product_it_does_not_make_goes_to_cupys_matmul(stand_in, case):
     cupy, rng = stand_in, np.random.default_rng(3)
     draw = {"float32": lambda *s: cupy.asarray(rng.standard_normal(s).astype(np.float32)),
-            "complex64": lambda *s: cupy.asarray(rng.standard_normal(s).astype(np.complex64))}
+            "int32": lambda *s: cupy.asarray(rng.integers(-9, 9, s).astype(np.int32))}
     a, b = {"broadcast batch": (draw["float32"](2, 3, 4), draw["float32"](4, 5)),
             "vector": (draw["float32"](4), draw["float32"](4, 5)),
-            "complex": (draw["complex64"](3, 4), draw["complex64"](4, 5)),
+            "integers": (draw["int32"](3, 4), draw["int32"](4, 5)),
             "(1, k) @ (k, 1)": (draw["float32"](1, 4), draw["float32"](4, 1)),
             "k = 0": (draw["float32"](3, 0), draw["float32"](0, 5))}[case]
     assert np.array_equal(blas.matmul(a, b).get(), cupy.matmul(a, b).get())
@@ -91,7 +97,7 @@ def test_a_product_it_does_not_make_goes_to_cupys_matmul(stand_in, case):
     with stream:
         stream.begin_capture()
         try:
-            if case in ("(1, k) @ (k, 1)", "k = 0"):  # no cuBLAS call: CuPy captures these itself
+            if case in ("integers", "(1, k) @ (k, 1)", "k = 0"):  # no cuBLAS call: CuPy captures these itself
                 blas.matmul(a, b)
             else:
                 with pytest.raises(NotImplementedError, match="calling cuBLAS API during stream capture"):
@@ -201,8 +207,8 @@ def test_a_linear_layer_captures_and_replays_its_eager_output(stand_in):
 
 
 def test_the_prototypes_declared_are_cublas_headers_as_the_stand_in_reads_them():
-    """``blas.PROTOTYPES`` is what ``ctypes`` passes; the stand-in's ``HEADER`` is cublas_api.h's text (CUDA 12.9,
-    checked against the header when it was written)."""
+    """``blas.PROTOTYPES`` is what ``ctypes`` passes; the stand-in's ``HEADER`` is cublas_api.h's text (checked
+    against the headers of cuBLAS 12.9 and 13.10, from NVIDIA's pip packages)."""
     from dlscratch.bench.strict_cupy import cublas
 
     assert blas.PROTOTYPES.keys() == cublas.HEADER.keys()

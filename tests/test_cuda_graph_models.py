@@ -1,6 +1,7 @@
 """Captured training steps of whole models, checked on the strict stand-in, which captures as CUDA does
 (``bench/strict_cupy/capture.py``): ``nn.LSTM`` and an unrolled ``nn.LSTMCell`` with a Linear head, the Keras
-MNIST CNN (``bench/cnn.py``) with its two dropouts, and an MLP under float16 ``autocast``. One model takes eager
+MNIST CNN (``bench/cnn.py``) with its two dropouts, an MLP under float16 ``autocast``, and a CNN of the other
+convolution algorithms (Winograd's two, the FFT's complex products) and adaptive average pooling. One model takes eager
 steps; an identical one takes a warm-up step, captures the next, and replays it on each new batch copied into the
 captured inputs: losses, weights and optimizer state agree bit for bit. The dropout masks come from a CuPy
 ``Generator``, whose state lives on the device, so a replay draws the mask that the eager step draws.
@@ -64,6 +65,23 @@ class AutocastMLP(nn.Module):
             return self.layers(x)
 
 
+class OtherProductsCNN(nn.Module):
+    """Every product of the library that is not im2col's or a Linear's: Winograd F(2x2, 3x3) and F(4x4, 3x3), the
+    FFT convolution (batched complex GEMMs) and adaptive average pooling, then a Linear head:
+    ``x: (N, 1, 9, 9) -> (N, outputs)``."""
+
+    def __init__(self, outputs):
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Conv2d(1, 3, 3, padding=1, algorithm="winograd2"), nn.ReLU(),
+            nn.Conv2d(3, 3, 3, padding=1, algorithm="winograd4"), nn.ReLU(),
+            nn.Conv2d(3, 2, 5, padding=2, algorithm="fft"),
+            nn.AdaptiveAvgPool2d((2, 3)), nn.Flatten(), nn.Linear(12, outputs))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
 def momentum(parameters):
     return optim.SGD(parameters, lr=0.1, momentum=0.9)
 
@@ -96,6 +114,10 @@ CASES = {
     "MLP, float16 autocast, cross-entropy": (lambda: AutocastMLP(4), momentum, F.cross_entropy, (N, INPUT),
                                              labels(4, N)),
     "MLP, float16 autocast, MSE": (lambda: AutocastMLP(2), momentum, F.mse_loss, (N, INPUT), targets((N, 2))),
+    "Winograd, FFT, adaptive pooling, cross-entropy": (lambda: OtherProductsCNN(4), momentum, F.cross_entropy,
+                                                       (2, 1, 9, 9), labels(4, 2)),
+    "Winograd, FFT, adaptive pooling, MSE": (lambda: OtherProductsCNN(2), momentum, F.mse_loss, (2, 1, 9, 9),
+                                             targets((2, 2))),
 }
 ON_THE_HOST = {name for name, case in CASES.items() if case[2] is F.cross_entropy}  # refused on the reference path
 

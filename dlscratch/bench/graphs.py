@@ -3,8 +3,8 @@
 First the rules that decide what can be captured, checked against the CuPy in use: CuPy 14 refuses its own cuBLAS
 calls (every GEMM) and its legacy random draws (cuRAND) inside a capture. Then the way around the first:
 ``dlscratch.cuda.blas`` makes CuPy's cuBLAS call itself, which a capture records, and its products must equal
-CuPy's ``matmul`` bit for bit (2-D and batched, float16, float32 and float64, C-ordered, transposed and strided
-operands), eagerly and replayed.
+CuPy's ``matmul`` bit for bit (2-D and batched, float16, float32, float64, complex64 and complex128, C-ordered,
+transposed and strided operands), eagerly and replayed.
 
 Then issue 56's targets, each captured (``captured_steps.py``), its replays checked against the eager steps bit
 for bit, and timed against them and, where PyTorch has CUDA, against PyTorch's eager step and PyTorch's own captured
@@ -47,6 +47,7 @@ TORCH_OPTIMIZERS = {
 #: and batch (``bench/precision.py``), with SGD and momentum and no GradScaler (it reads the host at each step)
 PRECISION_MODEL, PRECISION_BATCH, PRECISION_QUICK_BATCH = "MLP 784-1024-1024-10", 64, 2
 PRODUCT_SHAPES = ((3, 4, 5), (1, 784, 1000), (8, 1000, 10), (1000, 8, 784), (64, 200, 17), (9, 7, 1))
+PRODUCT_DTYPES = (numpy.float16, numpy.float32, numpy.float64, numpy.complex64, numpy.complex128)
 
 
 def refusals():
@@ -74,9 +75,12 @@ def products(shapes=PRODUCT_SHAPES):
     """``(checked, [the products whose bits differ from CuPy's matmul, eagerly or replayed])``."""
     xp, rng = backend.cupy, numpy.random.default_rng(0)
     cases = []
-    for dtype, (m, k, n) in itertools.product((numpy.float16, numpy.float32, numpy.float64), shapes):
+    for dtype, (m, k, n) in itertools.product(PRODUCT_DTYPES, shapes):
         def draw(*shape, dtype=dtype):
-            return xp.asarray(rng.standard_normal(shape).astype(dtype))
+            numbers = rng.standard_normal(shape)
+            if numpy.dtype(dtype).kind == "c":
+                numbers = numbers + 1j * rng.standard_normal(shape)
+            return xp.asarray(numbers.astype(dtype))
         lefts = {"C": draw(m, k), "F": draw(k, m).T, "strided": draw(m, 2 * k)[:, ::2]}
         rights = {"C": draw(k, n), "F": draw(n, k).T}
         cases += [(f"{numpy.dtype(dtype).name} {m}x{k}x{n} {p}@{q}", lefts[p], rights[q])

@@ -5,7 +5,8 @@ counted inside ``backend.ledger()``, and per step the kernels, memsets, copies, 
 launches, beside eager PyTorch's CUPTI counts for the same step (one NVIDIA H100, PyTorch 2.11: the profile that
 docs/gpu.md describes; the figures are in ``workloads.py``). A launch is any work queued on the device (a kernel,
 a memset or a copy); each costs the host 5-25 µs, so a small model's step takes as long as its launches and
-waits. Then the call sites of the workload that is furthest from PyTorch.
+waits. Then the call sites of the workload that is furthest from PyTorch, and every workload's launches by name: on
+a GPU CUPTI's kernel names, to hold against the stand-in's model of the same step kernel by kernel.
 
 NumPy launches nothing, so on the CPU the suite runs on the strict CuPy stand-in, which counts what CuPy
 would launch; on a GPU it counts there. Counts, not times: ``--repeat`` changes nothing.
@@ -41,7 +42,25 @@ def run(repeat=None, quick=False):
     versus = "" if quick else f" ({ratios[worst]:.1f}x PyTorch's)"
     print(f"\nwhere the launches of {worst} come from{versus}, per step:")
     print(ledgers[worst].table(top=TOP_SITES))
+    print("\nwhat each step launches, by name, per step:")
+    for workload in WORKLOADS:
+        print(f"{workload.name}:")
+        for category, what, n in ledgers[workload.name].by_name():
+            print(f"  {number(n):>6}  {category:<14}  {short_name(what)}")
     return HEADERS, rows
+
+
+def short_name(name):
+    """A kernel's name without C++'s template arguments and parameter list (CUPTI names a cub kernel by its whole
+    signature); other names as they are."""
+    if not name.startswith("void "):
+        return name
+    kept, depth = [], 0
+    for character in name[len("void "):]:
+        depth += (character in "<(") - (character in ">)")
+        if depth == 0 and character not in ">)":
+            kept.append(character)
+    return "".join(kept)
 
 
 def choose_device():

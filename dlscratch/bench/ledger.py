@@ -130,6 +130,15 @@ class Ledger:
         rows = [(s, c, w, n) for (s, c, w), n in list(self._counts.items()) if category in (None, c)]
         return sorted(rows, key=lambda row: (-row[3], row[0], row[1], row[2]))
 
+    def by_name(self):
+        """``[(category, what, count)]`` of what the GPU queues (not waits or allocations), summed over the sites,
+        the largest count first."""
+        totals = {}
+        for (_, category, what), n in list(self._counts.items()):
+            if category not in ("wait", "allocation"):
+                totals[category, what] = totals.get((category, what), 0) + n
+        return sorted(((c, w, n) for (c, w), n in totals.items()), key=lambda row: (-row[2], row[0], row[1]))
+
     def per(self, steps):
         """A copy with every count divided by ``steps`` (counts per step)."""
         return Ledger({key: n / steps for key, n in self._counts.items()})

@@ -7,11 +7,12 @@ function with the same arguments on CuPy's own handle (``cupy.cuda.device.get_cu
 instead of CuPy's wrapper. So a captured product computes what the eager one computes, bit for bit;
 ``operations/products.gemm`` calls it only while a stream captures, and CuPy's ``matmul`` at all other times.
 
-It takes what the course's products are: float16, float32 or float64 operands (of two dtypes, the other is cast
-first, as CuPy casts it: an autocast backward multiplies float32 gradients by float16 weights), either 2-D (CuPy's
-``dot``: ``cublasGemmEx``) or batches of one shape (CuPy's ``matmul``: ``cublasGemmStridedBatchedEx``). Anything
-else (1-D or broadcast operands, complex numbers) goes to CuPy's ``matmul``, which refuses inside a capture with
-its own message; so do products with nothing to sum, which CuPy makes without cuBLAS and so captures.
+It takes what the course's products are: float16, float32, float64, complex64 or complex128 operands (of two
+dtypes, the other is cast first, as CuPy casts it: an autocast backward multiplies float32 gradients by float16
+weights), either 2-D (CuPy's ``dot``: ``cublasGemmEx``) or batches of one shape (CuPy's ``matmul``:
+``cublasGemmStridedBatchedEx``; the FFT convolution's products are complex ones). Anything else (1-D or
+broadcast operands, integers) goes to CuPy's ``matmul``, which refuses the float ones inside a capture with its own
+message; so do products with nothing to sum, which CuPy makes without cuBLAS and so captures.
 
 On the stand-in, ``bench/strict_cupy/cublas.py`` plays the library: it reads and writes the memory the pointers
 name, with cuBLAS's column-major rules, so a wrong leading dimension or transpose gives wrong numbers there too.
@@ -28,14 +29,17 @@ from .. import backend
 OP_N, OP_T = 0, 1
 GEMM_DEFAULT, GEMM_DEFAULT_TENSOR_OP = -1, 99
 COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70
-DATA_TYPES = {numpy.dtype(numpy.float16): 2, numpy.dtype(numpy.float32): 0, numpy.dtype(numpy.float64): 1}
+DATA_TYPES = {numpy.dtype(numpy.float16): 2, numpy.dtype(numpy.float32): 0, numpy.dtype(numpy.float64): 1,
+              numpy.dtype(numpy.complex64): 4, numpy.dtype(numpy.complex128): 5}  # CUDA_R_16F ... CUDA_C_64F
+DOUBLES = (numpy.float64, numpy.complex128)  # summed in double precision
 STATUS = {1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
           8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR", 13: "CUBLAS_STATUS_EXECUTION_FAILED",
           14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR"}
 
 _handle_t, _ptr, _int, _int64 = ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
-#: The C prototypes called (cublas_api.h of CUDA 12): each argument after the handle is an ``int`` (the enums too),
-#: a ``long long`` or a pointer. ``tests/test_cuda_blas.py`` reads them against the header's text in the stand-in.
+#: The C prototypes called (cublas_api.h of CUDA 12 and 13): each argument after the handle is an ``int`` (the
+#: enums too), a ``long long`` or a pointer. ``tests/test_cuda_blas.py`` reads them against the header's text in
+#: the stand-in.
 PROTOTYPES = {
     "cublasSetStream_v2": (_handle_t, _ptr),
     "cublasGemmEx": (_handle_t, _int, _int, _int, _int, _int, _ptr, _ptr, _int, _int, _ptr, _int, _int, _ptr, _ptr,
@@ -77,8 +81,8 @@ def matmul(a, b, out=None):
 
 
 def _takes(a, b, out):
-    """Whether the product is one ``matmul`` computes: float dtypes, 2-D or batches of one shape, something to sum
-    (``k > 0``) into more than one number, ``out`` (if any) of the result's shape and dtype."""
+    """Whether the product is one ``matmul`` computes: float or complex dtypes, 2-D or batches of one shape,
+    something to sum (``k > 0``) into more than one number, ``out`` (if any) of the result's shape and dtype."""
     if a.dtype not in DATA_TYPES or b.dtype not in DATA_TYPES or a.ndim < 2 or a.ndim != b.ndim:
         return False
     if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2] or a.size == 0 or b.size == 0:
@@ -100,17 +104,21 @@ def _cublas_matrix(x, trans):
 
 
 def _compute_type(dtype):
-    """CuPy's choice (``_routines_linalg.pyx``): float32 sums in TF32 only where ``CUPY_TF32`` asks."""
-    if dtype == numpy.float64:
+    """CuPy's choice for ``dot`` (``_routines_linalg.pyx``): float32 and complex64 sum in TF32 only where
+    ``CUPY_TF32`` asks."""
+    if dtype in DOUBLES:
         return COMPUTE_64F
-    if dtype == numpy.float32 and int(os.environ.get("CUPY_TF32", "0")) > 0:
+    if dtype.char in "fF" and int(os.environ.get("CUPY_TF32", "0")) > 0:
         return COMPUTE_32F_FAST_TF32
     return COMPUTE_32F
 
 
-def _scalars(compute):
-    """The host's ``1`` and ``0`` (alpha, beta) in the compute type, kept with the call."""
+def _scalars(compute, dtype):
+    """The host's ``1`` and ``0`` (alpha, beta) in the compute type, kept with the call: ``cuComplex`` pairs
+    (real, imaginary) for a complex product."""
     kind = ctypes.c_double if compute == COMPUTE_64F else ctypes.c_float
+    if dtype.kind == "c":
+        kind = kind * 2
     return kind(1), kind(0)
 
 
@@ -127,7 +135,7 @@ def _dot(xp, library, a, b, out):
     capability = int(backend.cupy.cuda.Device().compute_capability)
     algo = GEMM_DEFAULT_TENSOR_OP if capability >= 80 or (capability >= 70 and dtype == numpy.float16) \
         else GEMM_DEFAULT
-    one, zero = _scalars(compute)
+    one, zero = _scalars(compute, dtype)
     kind = DATA_TYPES[dtype]
     handle = _on_current_stream(library)
     _check(library.cublasGemmEx(handle, trans_b, trans_a, n, m, k, ctypes.addressof(one), b.data.ptr, kind, ldb,
@@ -149,8 +157,9 @@ def _batched(xp, library, a, b, out):
     ready = out is not None and out.dtype == dtype and out.flags.c_contiguous and not (
         xp.may_share_memory(out, a) or xp.may_share_memory(out, b))
     c = out if ready else xp.empty(shape, dtype)
-    compute = COMPUTE_64F if dtype == numpy.float64 else COMPUTE_32F  # CuPy passes CUDA_R_32F/_64F: cuBLAS reads these
-    one, zero = _scalars(compute)
+    # CuPy passes the data type (CUDA_R_32F ...) as the compute type, which cuBLAS reads as 32F or 64F: never TF32
+    compute = COMPUTE_64F if dtype in DOUBLES else COMPUTE_32F
+    one, zero = _scalars(compute, dtype)
     kind = DATA_TYPES[dtype]
     handle = _on_current_stream(library)
     _check(library.cublasGemmStridedBatchedEx(

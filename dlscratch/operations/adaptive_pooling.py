@@ -8,10 +8,16 @@ Averaging a rectangle is averaging its rows, then its columns, so the pooling is
 products: ``y = R @ x @ C.T`` with ``R: (out_h, H)`` holding ``1/size`` across each row window
 and ``C: (out_w, W)`` likewise. The backward is the transpose of the same products,
 ``gx = R.T @ gy @ C``: each input element receives ``1/size`` of the gradient of every window holding it.
+
+Each product is one 2-D GEMM over the whole batch (``on_both_axes``), not ``R`` broadcast over the images: a
+CUDA graph captures a 2-D product (``cuda/blas.py``), and CuPy's broadcast one does not.
 """
+
+import math
 
 from .. import backend
 from ..engine.function import Function
+from .products import gemm
 from .shape import is_int
 
 
@@ -36,10 +42,22 @@ class AdaptiveAvgPool2d(Function):
         xp = backend.get_array_module(x)
         (out_h, out_w), (h, w) = self.output_size, x.shape[-2:]
         self.rows, self.columns = window_matrix(h, out_h, xp, x.dtype), window_matrix(w, out_w, xp, x.dtype)
-        return self.rows @ x @ self.columns.T
+        return on_both_axes(self.rows, x, self.columns.T)
 
     def backward(self, gy):
-        return self.rows.T @ gy @ self.columns
+        return on_both_axes(self.rows.T, gy, self.columns)
+
+
+def on_both_axes(left, x, right):
+    """``left @ x[..., :, :] @ right`` for every matrix of ``x: (..., H, W)``, ``left: (h, H)``,
+    ``right: (W, w)`` -> ``(..., h, w)``, in two 2-D products: ``x`` read as rows of ``W`` times ``right``, then
+    ``left`` times that result with its ``H`` axis moved first (a copy of the smaller array)."""
+    xp = backend.get_array_module(x)
+    batch, (H, W), (h, w) = x.shape[:-2], x.shape[-2:], (left.shape[0], right.shape[1])
+    n = math.prod(batch)
+    columns_done = gemm(x.reshape(n * H, W), right).reshape(n, H, w)
+    both = gemm(left, columns_done.transpose(1, 0, 2).reshape(H, n * w))  # (h, n * w)
+    return xp.ascontiguousarray(both.reshape(h, n, w).transpose(1, 0, 2)).reshape(*batch, h, w)
 
 
 def adaptive_avg_pool2d(input, output_size):

@@ -19,6 +19,7 @@ into the part that is kept.
 from .. import backend
 from ..engine.function import Function
 from .conv_algorithms import register_algorithm
+from .products import gemm
 from .sums import sum_over
 
 
@@ -70,7 +71,7 @@ def _per_frequency(a, b, transpose_a=False, transpose_b=False):
         lhs = lhs.transpose(0, 2, 1)
     if transpose_b:
         rhs = rhs.transpose(0, 2, 1)
-    product = backend.get_array_module(a).matmul(lhs, rhs)  # (Hf*Wf, i, j)
+    product = gemm(lhs, rhs)  # (Hf*Wf, i, j)
     return product.transpose(1, 2, 0).reshape(*product.shape[1:], *a.shape[2:])
 
 

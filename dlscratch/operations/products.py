@@ -7,9 +7,9 @@ float32, and what ``autocast`` needs on a CPU to be slower than float32 by a fac
 magnitude (``python -m dlscratch.bench precision`` prints the factor). On a GPU, CuPy calls cuBLAS's float16
 GEMM itself.
 
-Both paths use it for every product (``matmul``, ``linear``, ``conv2d``, the LSTM's), so that float16 results
-agree to the last bit: NumPy's loop also sums in float32 but in another order, and a different float32 sum can
-round to a different float16.
+Both paths use it for every product (``matmul``, ``linear``, ``conv2d`` by each of its algorithms, the LSTM's,
+adaptive pooling's), so that float16 results agree to the last bit: NumPy's loop also sums in float32 but in
+another order, and a different float32 sum can round to a different float16.
 
 While a CUDA graph captures, the product goes through ``cuda/blas.matmul``: the cuBLAS call CuPy's ``matmul``
 makes, which CuPy itself refuses to make inside a capture.

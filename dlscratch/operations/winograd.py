@@ -37,6 +37,7 @@ import numpy
 from .. import backend
 from ..engine.function import Function
 from .conv_algorithms import register_algorithm
+from .products import gemm
 from .sums import sum_over
 
 DEFAULT_POINTS = (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2), 3, -3)
@@ -134,10 +135,10 @@ class WinogradConv2d(Function):
             for j in range(n):
                 tiles[i, j] = padded[:, :, i:i + self.th * m:m, j:j + self.tw * m:m]
         P = N * self.th * self.tw  # not -1 below: C may be 0
-        self.V = (self.B2 @ tiles.reshape(Q, -1)).reshape(Q, C, P)  # input transform, (Q, C, P)
-        self.U = (self.G2 @ weight.reshape(O * C, 9).T).reshape(Q, O, C)  # filter transform
-        M = self.U @ self.V  # Q GEMMs (O, C) @ (C, P)
-        Y = (self.A2 @ M.reshape(Q, -1)).reshape(m, m, O, N, self.th, self.tw)  # output transform
+        self.V = gemm(self.B2, tiles.reshape(Q, -1)).reshape(Q, C, P)  # input transform, (Q, C, P)
+        self.U = gemm(self.G2, weight.reshape(O * C, 9).T).reshape(Q, O, C)  # filter transform
+        M = gemm(self.U, self.V)  # Q GEMMs (O, C) @ (C, P)
+        Y = gemm(self.A2, M.reshape(Q, -1)).reshape(m, m, O, N, self.th, self.tw)  # output transform
         y = Y.transpose(3, 2, 4, 0, 5, 1).reshape(N, O, self.th * m, self.tw * m)[:, :, :self.Ho, :self.Wo]
         y = xp.ascontiguousarray(y)
         if bias is not None:
@@ -154,14 +155,14 @@ class WinogradConv2d(Function):
         whole = xp.zeros((N, O, self.th * m, self.tw * m), dtype=gy.dtype)
         whole[:, :, :self.Ho, :self.Wo] = gy
         gY = whole.reshape(N, O, self.th, m, self.tw, m).transpose(3, 5, 1, 0, 2, 4).reshape(m * m, -1)
-        gM = (self.A2.T @ gY).reshape(Q, O, -1)  # (Q, O, P)
+        gM = gemm(self.A2.T, gY).reshape(Q, O, -1)  # (Q, O, P)
         gx = gw = gb = None
         if self.needs_input_grad[1]:
-            gU = gM @ self.V.transpose(0, 2, 1)  # (Q, O, C)
-            gw = (self.G2.T @ gU.reshape(Q, -1)).T.reshape(O, C, 3, 3)
+            gU = gemm(gM, self.V.transpose(0, 2, 1))  # (Q, O, C)
+            gw = gemm(self.G2.T, gU.reshape(Q, -1)).T.reshape(O, C, 3, 3)
         if self.needs_input_grad[0]:
-            gV = self.U.transpose(0, 2, 1) @ gM  # (Q, C, P)
-            gtiles = (self.B2.T @ gV.reshape(Q, -1)).reshape(n, n, C, N, self.th, self.tw)
+            gV = gemm(self.U.transpose(0, 2, 1), gM)  # (Q, C, P)
+            gtiles = gemm(self.B2.T, gV.reshape(Q, -1)).reshape(n, n, C, N, self.th, self.tw)
             padded = xp.zeros((C, N, self.th * m + 2, self.tw * m + 2), dtype=gy.dtype)
             for i in range(n):  # tiles overlap by 2: add each back where it was read (col2im's way)
                 for j in range(n):

@@ -11,6 +11,7 @@
 import numpy
 
 from .. import backend
+from ..operations.products import gemm
 
 INT8_MATMUL_METHODS = ("integer", "float32")
 EXACT_SLICE = 2 ** 24 // 2 ** 14  # 1024 products of int8 numbers sum exactly in float32
@@ -28,7 +29,7 @@ def int8_matmul(a, b, method="integer"):
     if method == "float32":
         total = xp.zeros((a.shape[0], b.shape[1]), dtype=numpy.int32)
         for k in range(0, a.shape[1], EXACT_SLICE):
-            part = a[:, k:k + EXACT_SLICE].astype(numpy.float32) @ b[k:k + EXACT_SLICE].astype(numpy.float32)
+            part = gemm(a[:, k:k + EXACT_SLICE].astype(numpy.float32), b[k:k + EXACT_SLICE].astype(numpy.float32))
             total += part.astype(numpy.int32)
         return total
     raise ValueError(f"int8_matmul: method must be one of {INT8_MATMUL_METHODS}, got {method!r}")

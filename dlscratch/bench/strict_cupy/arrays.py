@@ -304,13 +304,13 @@ def _apply_ufunc(ufunc, method, args, kwargs):
 
 def _calls_cublas(args):
     """Whether CuPy computes this product (NumPy arrays ``args``) with cuBLAS: not where there is nothing to sum or
-    nowhere to put it (it fills zeros), nor for a 2-D ``(1, k) @ (k, 1)`` (its ``dot`` sums it with a reduction
-    kernel, ``cupy/_core/_routines_linalg.pyx``)."""
+    nowhere to put it (it fills zeros), nor for integers (its own kernel), nor for a 2-D ``(1, k) @ (k, 1)`` (its
+    ``dot`` sums it with a reduction kernel, ``cupy/_core/_routines_linalg.pyx``)."""
     if len(args) < 2:
         return True  # not a product of two arrays: CuPy's check of its arguments comes after its refusal
     a, b = (numpy.asarray(x) for x in args[:2])
-    if a.size == 0 or b.size == 0 or a.ndim == 0 or b.ndim == 0:
-        return False
+    if a.size == 0 or b.size == 0 or a.ndim == 0 or b.ndim == 0 or numpy.result_type(a, b).kind not in "fc":
+        return False  # nothing to compute, or integers: CuPy's own integer GEMM kernel
     return max(a.ndim, b.ndim) > 2 or a.size // a.shape[-1] != 1 or b.size // b.shape[0] != 1
 
 
@@ -322,7 +322,7 @@ def _laid_out_for_cublas(a, b):
     loop or through BLAS with the other transpose: other bits than the GPU's."""
     if not (isinstance(a, numpy.ndarray) and isinstance(b, numpy.ndarray)) or min(a.ndim, b.ndim) < 1:
         return a, b
-    dtype = numpy.promote_types(a.dtype, b.dtype) if a.dtype.kind == b.dtype.kind == "f" else None
+    dtype = numpy.promote_types(a.dtype, b.dtype) if a.dtype.kind in "fc" and b.dtype.kind in "fc" else None
     if max(a.ndim, b.ndim) > 2:
         return numpy.ascontiguousarray(a, dtype), numpy.ascontiguousarray(b, dtype)
     if dtype is not None:

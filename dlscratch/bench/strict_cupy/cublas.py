@@ -6,7 +6,8 @@ GEMM here reads and writes the memory its pointers, leading dimensions and strid
 column-major order: a wrong leading dimension or transpose gives wrong numbers, a leading dimension shorter than a
 column is cuBLAS's ``CUBLAS_STATUS_INVALID_VALUE``, and memory outside every known array is the fault a GPU's
 kernel would meet (``cudaErrorIllegalAddress``). Each call is checked against the function's declaration in
-cuBLAS's header (``HEADER``, from cublas_api.h of CUDA 12): the count of its arguments, and each one's C type.
+cuBLAS's header (``HEADER``, from cublas_api.h of CUDA 12 and 13, alike): the count of its arguments, and each
+one's C type.
 
 The product itself is computed as the stand-in's ``matmul`` computes the row-major product the call stands for
 (``C^T = B^T A^T``; float16 summed in float32, rounded once), so a product through cuBLAS gives the bits of
@@ -46,7 +47,11 @@ C_TYPES = {"cublasHandle_t": ctypes.c_void_p, "cudaStream_t": ctypes.c_void_p, "
 SUCCESS, INVALID_VALUE = 0, 7
 OP_N, OP_T = 0, 1
 COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70
-DTYPES = {2: numpy.dtype(numpy.float16), 0: numpy.dtype(numpy.float32), 1: numpy.dtype(numpy.float64)}  # CUDA_R_*
+DTYPES = {2: numpy.dtype(numpy.float16), 0: numpy.dtype(numpy.float32), 1: numpy.dtype(numpy.float64),  # CUDA_R_*
+          4: numpy.dtype(numpy.complex64), 5: numpy.dtype(numpy.complex128)}  # CUDA_C_*
+#: the compute types each dtype is summed in here (cuBLAS's table of GemmEx is wider: these are what CuPy asks for)
+COMPUTES = {"e": (COMPUTE_32F,), "f": (COMPUTE_32F, COMPUTE_32F_FAST_TF32), "d": (COMPUTE_64F,),
+            "F": (COMPUTE_32F, COMPUTE_32F_FAST_TF32), "D": (COMPUTE_64F,)}
 _LIMITS = {ctypes.c_int: (-2 ** 31, 2 ** 31 - 1), ctypes.c_longlong: (-2 ** 63, 2 ** 63 - 1),
            ctypes.c_void_p: (0, 2 ** 64 - 1)}
 
@@ -130,6 +135,16 @@ def _checked(name, args):
             raise TypeError(f"{name}: argument {position} is {value!r}, not a C {ctype.__name__}")
 
 
+def _scalar(address, compute, dtype):
+    """The host scalar (alpha or beta) at ``address``: of the compute type's precision, a (real, imaginary) pair
+    for a complex product."""
+    real = ctypes.c_double if compute == COMPUTE_64F else ctypes.c_float
+    if dtype.kind == "c":
+        pair = (real * 2).from_address(address)
+        return complex(pair[0], pair[1])
+    return real.from_address(address).value
+
+
 class Library:
     """The stand-in's libcublas: each handle's stream, and the GEMMs."""
 
@@ -167,12 +182,11 @@ class Library:
                 matrix[2] < max(1, shape[0]) for matrix, shape in zip((a, b, c), shapes)):
             return INVALID_VALUE  # cuBLAS's checks of its arguments: an operation, a size, a leading dimension
         dtype = DTYPES.get(c[1])
-        scalar = ctypes.c_double if compute == COMPUTE_64F else ctypes.c_float
-        if dtype is None or a[1] != c[1] or b[1] != c[1] or compute not in (
-                (COMPUTE_64F,) if dtype == numpy.float64 else (COMPUTE_32F, COMPUTE_32F_FAST_TF32)) or (
-                scalar.from_address(alpha).value, scalar.from_address(beta).value) != (1, 0):
+        if dtype is None or a[1] != c[1] or b[1] != c[1] or compute not in COMPUTES[dtype.char] or (
+                _scalar(alpha, compute, dtype), _scalar(beta, compute, dtype)) != (1, 0):
             raise NotImplementedError("the stand-in's cuBLAS computes C = op(A) op(B) (alpha 1, beta 0) of one float "
-                                      "dtype in float32 or float64 sums, what dlscratch/cuda/blas.py asks for")
+                                      "or complex dtype in float32 or float64 sums, what dlscratch/cuda/blas.py asks "
+                                      "for")
         found = [matrix_at(pointer, dtype, *shape, ld, batch, stride)
                  for (pointer, _, ld, stride), shape in zip((a, b, c), shapes)]
         (A, _), (B, _), (C, _) = found  # noqa: N806
