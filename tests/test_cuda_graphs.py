@@ -282,6 +282,30 @@ def test_a_graph_replays_on_the_memory_it_captured(stand_in):
     assert np.array_equal(b.get(), [2, 4, 6, 8]) and np.array_equal(a.get(), [2, 3, 4, 5])
 
 
+def test_a_graph_keeps_the_cufft_plans_its_capture_may_run_on_until_it_is_reset(stand_in, monkeypatch):
+    """A captured FFT runs on its cuFFT plan's memory; CuPy's plan cache frees a plan it drops (the stand-in's FFT
+    is NumPy's and has no plans: a cache in CuPy's shape stands in for it here)."""
+    import types
+    import weakref
+
+    class Plan:
+        pass
+
+    cache = [(("R2C", (2, 8, 8)), types.SimpleNamespace(plan=Plan()))]
+    monkeypatch.setattr(stand_in.fft, "config", types.SimpleNamespace(get_plan_cache=lambda: list(cache)),
+                        raising=False)
+    plan = weakref.ref(cache[0][1].plan)
+    x = dlscratch.ones(4).to("gpu")
+    g = dlscratch.cuda.CUDAGraph()
+    with dlscratch.cuda.graph(g):
+        x.mul_(2)
+    cache.clear()  # the cache drops the plan, as past its 16 plans
+    assert plan() is not None, "the graph let the plan its replay runs on be freed"
+    g.replay()
+    g.reset()
+    assert plan() is None, "a reset graph still holds the plan"
+
+
 def test_without_a_gpu_capturing_is_refused_naming_why(monkeypatch):
     monkeypatch.setattr(backend, "gpu_available", lambda: False)
     monkeypatch.setattr(backend, "gpu_unavailable_reason", lambda: "CuPy is not installed")

@@ -10,6 +10,8 @@ Memory: everything a capture allocates comes from a memory pool of the graph's o
 The graph writes into that memory at every replay, so none of it may ever be handed to other work, not even after
 the tensors made in the capture are dropped. Two graphs may share a pool (``pool=other.pool()``) when they replay in
 the order they were captured. A pool outlives its graph while any tensor made in the capture holds its memory.
+A captured FFT (the FFT convolution's) also runs on memory of its cuFFT plan, which CuPy frees when its plan
+cache drops the plan: the graph keeps the cached plans alive while it holds its capture.
 """
 
 from .. import backend
@@ -43,7 +45,7 @@ class CUDAGraph:
     results from the tensors it wrote."""
 
     def __init__(self):
-        self._graph = self._stream = self._allocator = self._pool = None
+        self._graph = self._stream = self._allocator = self._pool = self._fft_plans = None
 
     def capture_begin(self, pool=None, capture_error_mode="global", stream=None):
         """Start capturing the GPU work issued from here on, on ``stream`` (default: a stream of the graph's own),
@@ -83,6 +85,11 @@ class CUDAGraph:
         finally:
             allocator.__exit__(None, None, None)
             stream.__exit__(None, None, None)
+        # A captured FFT runs on its cuFFT plan's twiddle factors and work area, which CuPy frees when its plan
+        # cache drops the plan (past 16 plans, by default): the graph keeps the cached plans. The stand-in's FFT is
+        # NumPy's, without plans.
+        config = getattr(backend.cupy.fft, "config", None)
+        self._fft_plans = [node.plan for _, node in config.get_plan_cache()] if config is not None else []
 
     def replay(self):
         """Run the captured work again, on the memory it was captured with."""
@@ -101,7 +108,7 @@ class CUDAGraph:
         if self._stream is not None:
             raise RuntimeError("CUDAGraph.reset: a capture is in progress; end it first")
         _retire(self._pool)
-        self._graph = self._pool = None
+        self._graph = self._pool = self._fft_plans = None
 
     def __del__(self):
         if self._pool is not None:
