@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 import numpy
 
-from .. import backend, distributed, nn, optim
+from .. import backend, distributed, optim
 from ..distributed import process_group
 from ..engine.creation import manual_seed
 from ..engine.tensor import Tensor
 from ..operations.loss import cross_entropy
+from .mlp import mlp
 from .timing import format_table, median
 
 SIZES, GLOBAL_BATCH, REPEAT, ROUNDS = (784, 1000, 10), 128, 20, 5
@@ -38,14 +39,6 @@ QUICK_SIZES, QUICK_BATCH, QUICK_REPEAT, QUICK_ROUNDS = (20, 16, 10), 8, 2, 2
 HEADERS = ["ranks", "batch per rank", "framework", "median ms/step", "fastest-slowest", "all-reduce ms", "MB per step",
            "samples/s"]
 COMMAND = "OMP_NUM_THREADS=1 mpiexec -n 2 python -m dlscratch.bench distributed"
-
-
-def mlp(sizes):
-    """A dlscratch MLP of ``sizes`` (784, 1000, 10): Linear and ReLU layers, no ReLU after the last."""
-    layers = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(n_in, n_out), nn.ReLU()]
-    return nn.Sequential(*layers[:-1])
 
 
 def ddp_step(comm, sizes, batch):

@@ -122,7 +122,7 @@ def run(repeat=None, quick=False):
                  "bit for bit" if not differ else f"DIFFERENT: {', '.join(differ)}"])
     for name, batch in itertools.product(("SGD with momentum", "capturable Adam"), batches):
         trained = captured_steps.training(lambda: mlp(sizes), OPTIMIZERS[name], (batch, sizes[0]), sizes[-1], steps)
-        torch = torch_training(lambda t: mlp_of(t, sizes), TORCH_OPTIMIZERS[name], random_batch(sizes, batch), pt) \
+        torch = torch_training(lambda t: mlp(sizes, t.nn), TORCH_OPTIMIZERS[name], random_batch(sizes, batch), pt) \
             if torch_runs else {}
         rows += step_rows(f"MLP {'-'.join(map(str, sizes))}, {name}, batch {batch}", trained, steps, repeat, quick,
                           torch)
@@ -148,14 +148,6 @@ def run(repeat=None, quick=False):
                  f"{medians[True]['replay'] / medians[False]['replay']:.2f}x"])
     print(format_table(HEADERS, rows))
     return HEADERS, rows
-
-
-def mlp_of(torch, sizes):
-    """The MLP of ``sizes`` in PyTorch (``Linear``/``ReLU``, as ``bench/mlp.py`` builds dlscratch's)."""
-    layers = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-        layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
-    return torch.nn.Sequential(*layers[:-1])
 
 
 def torch_training(build, optimizer_of, batch, pt):

@@ -52,12 +52,13 @@ def random_batch(sizes, batch):
     return x, y
 
 
-def mlp(sizes):
-    """``Linear``/``ReLU`` layers for the widths in ``sizes`` (no ReLU after the last)."""
-    layers = []
+def mlp(sizes, layers=nn):
+    """``Linear``/``ReLU`` layers for the widths in ``sizes`` (no ReLU after the last), from ``layers``
+    (``dlscratch.nn`` or ``torch.nn``)."""
+    stack = []
     for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(n_in, n_out), nn.ReLU()]
-    return nn.Sequential(*layers[:-1])
+        stack += [layers.Linear(n_in, n_out), layers.ReLU()]
+    return layers.Sequential(*stack[:-1])
 
 
 def dlscratch_step(sizes, batch):
@@ -125,10 +126,7 @@ def _cut_into_phases(zero_grad, compute_loss, step):
 def _torch_setup(sizes, batch, pt):
     import torch
 
-    layers = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
-        layers += [torch.nn.Linear(n_in, n_out), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1]).to(pt.device)
+    model = mlp(sizes, torch.nn).to(pt.device)
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     x, y = (pt.tensor(a) for a in random_batch(sizes, batch))
     return model, opt, x, y

@@ -22,12 +22,11 @@ from ..backend import capturing, get_array_module, is_gpu_array
 
 def gemm(a, b, out=None):
     """``a @ b`` (into ``out`` if given); float16 operands on a CPU summed in float32 by BLAS and rounded once."""
-    if is_gpu_array(a):
-        if capturing():
-            from ..cuda import blas
-            return blas.matmul(a, b, out)
-        return a @ b if out is None else get_array_module(a).matmul(a, b, out=out)
-    if a.dtype == numpy.float16 and b.dtype == numpy.float16:
+    gpu = is_gpu_array(a)
+    if gpu and capturing():
+        from ..cuda import blas
+        return blas.matmul(a, b, out)
+    if not gpu and a.dtype == numpy.float16 and b.dtype == numpy.float16:
         product = numpy.matmul(a, b, dtype=numpy.float32)
         with numpy.errstate(over="ignore"):  # a sum past float16's range is inf, as on a GPU; GradScaler sees it
             product = product.astype(numpy.float16)
@@ -35,4 +34,4 @@ def gemm(a, b, out=None):
             return product
         out[...] = product
         return out
-    return a @ b if out is None else numpy.matmul(a, b, out=out)
+    return a @ b if out is None else get_array_module(a).matmul(a, b, out=out)
