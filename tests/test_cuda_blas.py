@@ -18,6 +18,12 @@ from dlscratch.cuda import blas
 DTYPES = (np.float16, np.float32, np.float64, np.complex64, np.complex128)  # complex: the FFT convolution's
 SHAPES = ((3, 4, 5), (1, 7, 9), (9, 7, 1), (64, 200, 17), (2, 1, 3))  # (M, K, N); (64, 200, 17) splits K on a GPU
 
+#: name -> (left's shape, right's shape): the products past a 2-D matrix by a 2-D matrix or one batch shape
+FORMS = {"batch @ matrix": ((2, 3, 4), (4, 5)), "matrix @ batch": ((3, 4), (2, 4, 5)),
+         "batches broadcast both ways": ((2, 1, 3, 4), (5, 4, 6)), "a batch of one @ matrix": ((1, 3, 4), (4, 5)),
+         "vector @ matrix": ((4,), (4, 5)), "matrix @ vector": ((3, 4), (4,)), "batch @ vector": ((2, 3, 4), (4,)),
+         "vector @ batch": ((4,), (2, 4, 5)), "batch of one row @ batch of one column": ((3, 1, 7), (3, 7, 1))}
+
 
 def drawn(rng, shape, dtype):
     """Standard normal numbers of ``dtype``; a complex one's imaginary parts drawn too."""
@@ -56,8 +62,9 @@ def test_a_product_of_two_dtypes_casts_as_cupy_does(stand_in, dtypes):
     for (left, a), (right, b) in itertools.product(lefts.items(), rights.items()):
         got, expected = blas.matmul(a, b).get(), cupy.matmul(a, b).get()
         assert got.dtype == expected.dtype == np.promote_types(*dtypes) and np.array_equal(got, expected), (left, right)
-    a, b = cupy.asarray(drawn(rng, (2, 6, 20), dtypes[0])), cupy.asarray(drawn(rng, (2, 20, 3), dtypes[1]))
-    assert np.array_equal(blas.matmul(a, b).get(), cupy.matmul(a, b).get())
+    for shape_a, shape_b in [((2, 6, 20), (2, 20, 3))] + list(FORMS.values()):
+        a, b = cupy.asarray(drawn(rng, shape_a, dtypes[0])), cupy.asarray(drawn(rng, shape_b, dtypes[1]))
+        assert np.array_equal(blas.matmul(a, b).get(), cupy.matmul(a, b).get()), (shape_a, shape_b)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -82,26 +89,58 @@ def test_a_product_into_out_even_one_sharing_an_operands_memory_is_cupys(stand_i
     assert blas.matmul(a, b, a) is a and np.array_equal(a.get(), expected)  # read before it is written
 
 
-@pytest.mark.parametrize("case", ["broadcast batch", "vector", "integers", "(1, k) @ (k, 1)", "k = 0"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", FORMS)
+def test_broadcast_and_vector_products_are_cupys_bit_for_bit_eager_into_out_and_replayed(stand_in, dtype, form):
+    """CuPy makes a broadcast batch with a batched GEMM on arrays of the matrices' addresses, which blas.py
+    computes on the device; a vector as a one-row or one-column matrix."""
+    cupy, rng = stand_in, np.random.default_rng(6)
+    shape_a, shape_b = FORMS[form]
+    a = cupy.asarray(drawn(rng, (2,) + shape_a, dtype))[1]  # not where its memory starts
+    b = cupy.asarray(drawn(rng, shape_b[:-1] + (2 * shape_b[-1],), dtype))[..., ::2]  # strided
+    expected = cupy.matmul(a, b).get()
+    assert np.array_equal(blas.matmul(a, b).get(), expected)
+    out = cupy.empty(expected.shape, dtype)
+    assert blas.matmul(a, b, out) is out and np.array_equal(out.get(), expected)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        captured = blas.matmul(a, b)
+        graph = stream.end_capture()
+    a *= 2
+    graph.launch()
+    assert np.array_equal(captured.get(), cupy.matmul(a, b).get())
+
+
+@pytest.mark.parametrize("case", ["integers", "(1, k) @ (k, 1)", "vector @ vector", "k = 0"])
 def test_a_product_it_does_not_make_goes_to_cupys_matmul(stand_in, case):
+    """CuPy makes these without cuBLAS, and so captures them itself."""
     cupy, rng = stand_in, np.random.default_rng(3)
     draw = {"float32": lambda *s: cupy.asarray(rng.standard_normal(s).astype(np.float32)),
             "int32": lambda *s: cupy.asarray(rng.integers(-9, 9, s).astype(np.int32))}
-    a, b = {"broadcast batch": (draw["float32"](2, 3, 4), draw["float32"](4, 5)),
-            "vector": (draw["float32"](4), draw["float32"](4, 5)),
-            "integers": (draw["int32"](3, 4), draw["int32"](4, 5)),
+    a, b = {"integers": (draw["int32"](3, 4), draw["int32"](4, 5)),
             "(1, k) @ (k, 1)": (draw["float32"](1, 4), draw["float32"](4, 1)),
+            "vector @ vector": (draw["float32"](4), draw["float32"](4)),
             "k = 0": (draw["float32"](3, 0), draw["float32"](0, 5))}[case]
     assert np.array_equal(blas.matmul(a, b).get(), cupy.matmul(a, b).get())
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         stream.begin_capture()
         try:
-            if case in ("integers", "(1, k) @ (k, 1)", "k = 0"):  # no cuBLAS call: CuPy captures these itself
-                blas.matmul(a, b)
-            else:
-                with pytest.raises(NotImplementedError, match="calling cuBLAS API during stream capture"):
-                    blas.matmul(a, b)
+            blas.matmul(a, b)
+        finally:
+            stream.end_capture()
+
+
+def test_cupys_own_matmul_is_still_refused_inside_a_capture(stand_in):
+    cupy = stand_in
+    a = cupy.ones((2, 3, 4), dtype=np.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            with pytest.raises(NotImplementedError, match="calling cuBLAS API during stream capture"):
+                cupy.matmul(a, a[0].T)
         finally:
             stream.end_capture()
 
@@ -158,6 +197,31 @@ def test_the_stand_ins_cublas_refuses_what_cublas_and_the_gpu_refuse(stand_in):
         gemm(alpha=ctypes.c_float(2))
     with pytest.raises(blas.CublasError, match="^CUBLAS_STATUS_INVALID_VALUE"):
         blas._check(gemm(lda=3))
+
+
+def test_the_stand_ins_batched_gemm_reads_the_addresses_on_the_device_and_refuses_as_cublas(stand_in):
+    """``cublasSgemmBatched`` takes device arrays of matrix addresses: a wrong address is a kernel's fault on a GPU,
+    and an address array that is no array's too."""
+    library, cupy = backend.cublas_library(), stand_in
+    a, c = cupy.ones((2, 4, 4), dtype=np.float32), cupy.zeros((2, 4, 4), dtype=np.float32)
+    one, zero = ctypes.c_float(1), ctypes.c_float(0)
+    good = cupy.asarray(np.array([a.data.ptr, a.data.ptr + 64], np.uint64))
+    into = cupy.asarray(np.array([c.data.ptr, c.data.ptr + 64], np.uint64))
+    bad = cupy.asarray(np.array([a.data.ptr, a.data.ptr + 68], np.uint64))  # the second runs past the array
+
+    def batched(addresses=good, lda=4, alpha=one, count=2):
+        return library.cublasSgemmBatched(1, blas.OP_N, blas.OP_N, 4, 4, 4, ctypes.addressof(alpha),
+                                          addresses.data.ptr, lda, good.data.ptr, 4, ctypes.addressof(zero),
+                                          into.data.ptr, 4, count)
+
+    assert batched() == 0 and np.array_equal(c.get(), np.full((2, 4, 4), 4, np.float32))
+    assert batched(lda=3) == 7  # CUBLAS_STATUS_INVALID_VALUE
+    with pytest.raises(cupy.cuda.runtime.CUDARuntimeError, match="^cudaErrorIllegalAddress"):
+        batched(addresses=bad)
+    with pytest.raises(cupy.cuda.runtime.CUDARuntimeError, match="^cudaErrorIllegalAddress"):
+        batched(count=3)  # the address arrays hold two
+    with pytest.raises(NotImplementedError, match="alpha 1, beta 0"):
+        batched(alpha=ctypes.c_float(2))
 
 
 def test_the_stand_ins_cublas_finds_memory_whose_first_address_a_dead_array_had():

@@ -1,7 +1,8 @@
 """Captured training steps of whole models, checked on the strict stand-in, which captures as CUDA does
 (``bench/strict_cupy/capture.py``): ``nn.LSTM`` and an unrolled ``nn.LSTMCell`` with a Linear head, the Keras
-MNIST CNN (``bench/cnn.py``) with its two dropouts, an MLP under float16 ``autocast``, and a CNN of the other
-convolution algorithms (Winograd's two, the FFT's complex products) and adaptive average pooling. One model takes eager
+MNIST CNN (``bench/cnn.py``) with its two dropouts, an MLP under float16 ``autocast``, a CNN of the other
+convolution algorithms (Winograd's two, the FFT's complex products) and adaptive average pooling, and an attention
+head of products written with ``@`` (broadcast batches, a vector operand). One model takes eager
 steps; an identical one takes a warm-up step, captures the next, and replays it on each new batch copied into the
 captured inputs: losses, weights and optimizer state agree bit for bit. The dropout masks come from a CuPy
 ``Generator``, whose state lives on the device, so a replay draws the mask that the eager step draws.
@@ -82,6 +83,24 @@ class OtherProductsCNN(nn.Module):
         return self.layers(x)
 
 
+class AttentionHead(nn.Module):
+    """Products a user writes with ``@``, of the forms a broadcast or a vector gives: ``x: (N, T, 12)`` projected by
+    ``(12, 8)`` matrices (a batch against one matrix), scores ``q @ k^T`` (batches of one shape), a softmax,
+    ``scores @ v``, a vector ``(8,)`` read from every step (a 1-D right operand), then a Linear head over the steps:
+    ``(N, T, 12) -> (N, outputs)``."""
+
+    def __init__(self, outputs, steps):
+        super().__init__()
+        self.query, self.key, self.value = (nn.Parameter(dlscratch.randn(INPUT, HIDDEN) * 0.3) for _ in range(3))
+        self.readout = nn.Parameter(dlscratch.randn(HIDDEN) * 0.3)
+        self.head = nn.Linear(steps, outputs)
+
+    def forward(self, x):
+        q, k, v = x @ self.query, x @ self.key, x @ self.value
+        attended = F.softmax(q @ k.transpose(1, 2), dim=-1) @ v
+        return self.head(attended @ self.readout)
+
+
 def momentum(parameters):
     return optim.SGD(parameters, lr=0.1, momentum=0.9)
 
@@ -118,6 +137,9 @@ CASES = {
                                                        (2, 1, 9, 9), labels(4, 2)),
     "Winograd, FFT, adaptive pooling, MSE": (lambda: OtherProductsCNN(2), momentum, F.mse_loss, (2, 1, 9, 9),
                                              targets((2, 2))),
+    "Attention by @, cross-entropy": (lambda: AttentionHead(4, T), momentum, F.cross_entropy, (N, T, INPUT),
+                                      labels(4, N)),
+    "Attention by @, MSE": (lambda: AttentionHead(2, T), momentum, F.mse_loss, (N, T, INPUT), targets((N, 2))),
 }
 ON_THE_HOST = {name for name, case in CASES.items() if case[2] is F.cross_entropy}  # refused on the reference path
 

@@ -238,18 +238,24 @@ def test_cupy_refuses_cublas_and_curand_inside_a_capture_and_so_does_the_stand_i
     assert np.array_equal(a.get(), np.full((3, 3), 2, np.float32))
 
 
-def test_a_product_dlscratch_does_not_make_itself_is_refused_by_cupys_cublas_rule(stand_in):
-    """Inside a capture dlscratch makes CuPy's cuBLAS call itself for 2-D products and batches of one shape
-    (``cuda/blas.py``); a broadcast batch goes to CuPy's matmul, which refuses, and the graph keeps nothing."""
-    w = dlscratch.tensor(np.ones((8, 4), np.float32), requires_grad=True).to("gpu")
-    x = on_gpu(np.ones((2, 5, 8), np.float32))
-    (x @ w).sum().backward()
+def test_a_users_broadcast_product_and_its_backward_capture_and_replay_the_eager_numbers(stand_in):
+    """``x @ w`` with ``x: (2, 5, 8)`` and ``w: (8, 4)``: CuPy makes the forward and the input's gradient as
+    broadcast batches, which it refuses inside a capture; dlscratch makes CuPy's call itself (``cuda/blas.py``)."""
+    w = on_gpu(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)).requires_grad_()
+    x = on_gpu(np.linspace(0, 2, 80, dtype=np.float32).reshape(2, 5, 8)).requires_grad_()
+
+    def grads():
+        x.grad = w.grad = None
+        ((x @ w) ** 2).sum().backward()
+        return x.grad, w.grad
+
+    eager = [backend.to_cpu(g.data) for g in grads()]
     graph = dlscratch.cuda.CUDAGraph()
-    with pytest.raises(NotImplementedError, match="calling cuBLAS API during stream capture"):
-        with dlscratch.cuda.graph(graph):
-            (x @ w).sum().backward()
-    with pytest.raises(RuntimeError, match="nothing captured yet"):
-        graph.replay()
+    with dlscratch.cuda.graph(graph):
+        captured = grads()
+    graph.replay()
+    assert all(np.array_equal(e, backend.to_cpu(c.data)) for e, c in zip(eager, captured))
+    assert np.any(eager[0] != 0) and np.any(eager[1] != 0)
 
 
 def test_the_stand_in_refuses_the_legacy_stream_and_work_on_another_stream(stand_in):

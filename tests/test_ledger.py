@@ -105,6 +105,28 @@ def test_matmul_is_one_gemm_and_splits_k_when_k_is_long(xp):
     assert ledger_module.gemm_kernels(2000, 32, 500) == 2 and ledger_module.gemm_kernels(32, 2000, 500) == 1
 
 
+def test_a_batched_matmul_counts_cupys_copies_address_arrays_and_batched_gemm(xp):
+    """Batches of one shape: one strided-batched GEMM. Broadcast batches: ``_mat_ptrs``, one kernel per batch
+    dimension for each of the three operands, before the GEMM. float16: both operands copied to float32, and the
+    float32 result copied back into a float16 array. A product of one number: an elementwise product and a sum."""
+    a, w = xp.ones((2, 3, 8, 16), dtype=xp.float32), xp.ones((16, 4), dtype=xp.float32)
+    ws = xp.ones((2, 3, 16, 4), dtype=xp.float32)
+    a_half, ws_half, v = a.astype(xp.float16), ws.astype(xp.float16), xp.ones(300, dtype=xp.float32)
+    with B.ledger() as same:
+        a @ ws
+    assert counts(same) == {("kernel", "gemm (batched)"): 1, ("allocation", "matmul"): 1}
+    with B.ledger() as broadcast:
+        a @ w
+    assert counts(broadcast) == {("kernel", "mat_ptrs"): 6, ("allocation", "mat_ptrs"): 6,
+                                 ("kernel", "gemm (batched)"): 1, ("allocation", "matmul"): 1}
+    with B.ledger() as half:
+        a_half @ ws_half
+    assert counts(half)["kernel", "copy"] == 2 + 1 and counts(half)["allocation", "copy"] == 2 + 1
+    with B.ledger() as one_number:
+        v @ v
+    assert counts(one_number)["kernel", "multiply"] == 1 and ("kernel", "gemm") not in counts(one_number)
+
+
 def test_copies_and_assignments_follow_cupy(xp):
     a, b = xp.ones((4, 3), dtype=xp.float32), xp.ones((4, 3), dtype=xp.float32)
     with B.ledger() as book:

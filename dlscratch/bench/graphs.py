@@ -85,7 +85,10 @@ def products(shapes=PRODUCT_SHAPES):
         rights = {"C": draw(k, n), "F": draw(n, k).T}
         cases += [(f"{numpy.dtype(dtype).name} {m}x{k}x{n} {p}@{q}", lefts[p], rights[q])
                   for p, q in itertools.product(lefts, rights)]
-        cases.append((f"{numpy.dtype(dtype).name} 3x({m}x{k}x{n}) batched", draw(3, m, k), draw(3, k, n)))
+        name = f"{numpy.dtype(dtype).name} {m}x{k}x{n}"
+        cases += [(f"{name} batched 3x", draw(3, m, k), draw(3, k, n)),
+                  (f"{name} broadcast (3 batches @ one)", draw(3, m, k), draw(k, n)),
+                  (f"{name} @ a vector", draw(m, k), draw(k))]
     g = CUDAGraph()
     with graph(g):
         captured = [blas.matmul(a, b) for _, a, b in cases]

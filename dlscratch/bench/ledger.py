@@ -329,18 +329,43 @@ def reduction(name, a, axis, dtype=None):
 
 
 def gemm(a, b, out_size):
-    """matmul/dot/tensordot (cupy/_core/_routines_linalg.pyx): ``tensordot_core`` calls one cuBLAS GEMM
-    (``gemmEx``/``sgemmEx``), after copying an operand that is neither C- nor F-contiguous
-    (``_internal_ascontiguousarray``; a transposed view is F-contiguous and is not copied). A batched
-    matmul (> 2-D) makes both operands C-contiguous (``ascontiguousarray``) and runs one strided-batched GEMM."""
+    """matmul/dot/tensordot (cupy/_core/_routines_linalg.pyx). ``dot`` (operands of one or two dimensions, a
+    vector as a one-row or one-column matrix) calls one cuBLAS GEMM (``gemmEx``/``sgemmEx``), after copying an
+    operand that is neither C- nor F-contiguous (``_internal_ascontiguousarray``; a transposed view is F-contiguous
+    and is not copied); a product of one number is summed instead, by an elementwise product and a reduction.
+    ``matmul`` past two dimensions: ``batched_gemm``."""
     if a.ndim > 2 or b.ndim > 2:
-        copies = sum(not x.flags.c_contiguous for x in (a, b))
-        return [("kernel", "copy", copies), ("allocation", "copy", copies), ("kernel", "gemm (batched)", 1)]
-    copies = sum(x.ndim == 2 and not (x.flags.c_contiguous or x.flags.f_contiguous) for x in (a, b))
+        return batched_gemm(a, b)
+    if out_size == 1:
+        product = numpy.empty(a.size, numpy.result_type(a, b))
+        return [("kernel", "multiply", 1), ("allocation", "multiply", 1)] + reduction("sum", product, None)
+    copies = sum(not (x.flags.c_contiguous or x.flags.f_contiguous) for x in (a, b))
     k = round(math.sqrt(a.size * b.size / max(out_size, 1))) or 1  # a: M*K, b: K*N, out: M*N
     m, n = a.size // k, b.size // k
     return ([("kernel", "copy", copies), ("allocation", "copy", copies)]
             + [("kernel", name, 1) for name in gemm_kernel_names(m, n, k)])
+
+
+def batched_gemm(a, b):
+    """CuPy's ``matmul`` past two dimensions (``_routines_linalg.pyx``): each operand made C-contiguous in the
+    dtype summed in (``ascontiguousarray``: a copy of one that is not, or of another dtype; float16 is summed as
+    float32, and the result cast back by one more copy into one more array); then one strided-batched GEMM where the
+    batches have one shape, and where they broadcast, ``_mat_ptrs`` first, one kernel and array per batch
+    dimension for each of the three operands (their matrices' addresses), and a batched GEMM on those."""
+    wanted = numpy.promote_types(a.dtype, b.dtype)
+    dtype = numpy.dtype(numpy.float32) if wanted == numpy.float16 else wanted
+    copies = sum(not x.flags.c_contiguous or x.dtype != dtype for x in (a, b))
+    events = [("kernel", "copy", copies), ("allocation", "copy", copies)]
+    batch_a = a.shape[:-2] if a.ndim > 1 else ()
+    batch_b = b.shape[:-2] if b.ndim > 1 else ()
+    dims = max(len(batch_a), len(batch_b))
+    batch_a, batch_b = (1,) * (dims - len(batch_a)) + batch_a, (1,) * (dims - len(batch_b)) + batch_b
+    if batch_a != batch_b:
+        events += [("kernel", "mat_ptrs", 3 * dims), ("allocation", "mat_ptrs", 3 * dims)]
+    events.append(("kernel", "gemm (batched)", 1))
+    if dtype != wanted:
+        events += [("allocation", "copy", 1), ("kernel", "copy", 1)]
+    return events
 
 
 def fill(target, value):

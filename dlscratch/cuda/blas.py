@@ -7,18 +7,21 @@ function with the same arguments on CuPy's own handle (``cupy.cuda.device.get_cu
 instead of CuPy's wrapper. So a captured product computes what the eager one computes, bit for bit;
 ``operations/products.gemm`` calls it only while a stream captures, and CuPy's ``matmul`` at all other times.
 
-It takes what the course's products are: float16, float32, float64, complex64 or complex128 operands (of two
+It takes what ``numpy.matmul`` takes, of float16, float32, float64, complex64 or complex128 operands (of two
 dtypes, the other is cast first, as CuPy casts it: an autocast backward multiplies float32 gradients by float16
-weights), either 2-D (CuPy's ``dot``: ``cublasGemmEx``) or batches of one shape (CuPy's ``matmul``:
-``cublasGemmStridedBatchedEx``; the FFT convolution's products are complex ones). Anything else (1-D or
-broadcast operands, integers) goes to CuPy's ``matmul``, which refuses the float ones inside a capture with its own
-message; so do products with nothing to sum, which CuPy makes without cuBLAS and so captures.
+weights), and makes CuPy's call for each form: one or two dimensions (CuPy's ``dot``: ``cublasGemmEx``), batches
+of one shape (CuPy's ``matmul``: ``cublasGemmStridedBatchedEx``; the FFT convolution's products are complex
+ones), and batches that broadcast, as ``x @ W`` with ``x: (B, T, K)`` and ``W: (K, N)`` (CuPy's ``matmul``: an
+array of each operand's matrix addresses, then ``cublasSgemmBatched`` and its D, C, Z kins). Integer products,
+those with nothing to sum, and 1-D or 2-D ones that make one number go to CuPy's ``matmul``, which makes them
+without cuBLAS, with kernels a capture records.
 
 On the stand-in, ``bench/strict_cupy/cublas.py`` plays the library: it reads and writes the memory the pointers
 name, with cuBLAS's column-major rules, so a wrong leading dimension or transpose gives wrong numbers there too.
 """
 
 import ctypes
+import math
 import os
 
 import numpy
@@ -47,6 +50,12 @@ PROTOTYPES = {
     "cublasGemmStridedBatchedEx": (_handle_t, _int, _int, _int, _int, _int, _ptr, _ptr, _int, _int, _int64, _ptr,
                                    _int, _int, _int64, _ptr, _ptr, _int, _int, _int64, _int, _int, _int),
 }
+#: the batched GEMM on arrays of matrix addresses, by the dtype it computes in (a float16 batch is cast to float32)
+POINTER_BATCHED = {numpy.dtype(numpy.float32): "cublasSgemmBatched", numpy.dtype(numpy.float64): "cublasDgemmBatched",
+                   numpy.dtype(numpy.complex64): "cublasCgemmBatched",
+                   numpy.dtype(numpy.complex128): "cublasZgemmBatched"}
+PROTOTYPES.update({name: (_handle_t, _int, _int, _int, _int, _int, _ptr, _ptr, _int, _ptr, _int, _ptr, _ptr, _int, _int)
+                   for name in POINTER_BATCHED.values()})
 
 
 class CublasError(RuntimeError):
@@ -72,25 +81,35 @@ def _check(status):
 def matmul(a, b, out=None):
     """``cupy.matmul(a, b, out=out)``, computed by the cuBLAS call CuPy makes, made so that a capture records it."""
     xp = backend.get_array_module(a)
-    library = _declared(backend.cublas_library()) if _takes(a, b, out) else None
+    shape = _result_shape(a, b)
+    library = _declared(backend.cublas_library()) if _takes(a, b, out, shape) else None
     if library is None:
         return xp.matmul(a, b) if out is None else xp.matmul(a, b, out=out)
-    if a.ndim == 2:
-        return _dot(xp, library, a, b, out)
-    return _batched(xp, library, a, b, out)
+    if max(a.ndim, b.ndim) <= 2:
+        return _dot(xp, library, a, b, out, shape)
+    return _batched(xp, library, a, b, out, shape)
 
 
-def _takes(a, b, out):
-    """Whether the product is one ``matmul`` computes: float or complex dtypes, 2-D or batches of one shape,
-    something to sum (``k > 0``) into more than one number, ``out`` (if any) of the result's shape and dtype."""
-    if a.dtype not in DATA_TYPES or b.dtype not in DATA_TYPES or a.ndim < 2 or a.ndim != b.ndim:
+def _result_shape(a, b):
+    """``numpy.matmul``'s result shape for ``a @ b``, or None where they do not match (CuPy then says why)."""
+    if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != (b.shape[0] if b.ndim == 1 else b.shape[-2]):
+        return None
+    try:
+        batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None
+    return batch + a.shape[-2:-1] + b.shape[-1:] * (b.ndim > 1)
+
+
+def _takes(a, b, out, shape):
+    """Whether the product is one cuBLAS makes in CuPy: float or complex dtypes, shapes that match, something to
+    sum into (no empty operand), more than one number where neither operand has more than two dimensions (CuPy's
+    ``dot`` sums one with a reduction kernel), ``out`` (if any) of the result's shape and dtype."""
+    if a.dtype not in DATA_TYPES or b.dtype not in DATA_TYPES or shape is None or a.size == 0 or b.size == 0:
         return False
-    if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2] or a.size == 0 or b.size == 0:
-        return False
-    shape = a.shape[:-1] + b.shape[-1:]
     if out is not None and (out.shape != shape or out.dtype != numpy.promote_types(a.dtype, b.dtype)):
         return False
-    return a.ndim > 2 or shape != (1, 1)  # CuPy's dot sums a (1, k) @ (k, 1) product with a reduction kernel
+    return max(a.ndim, b.ndim) > 2 or math.prod(shape) > 1
 
 
 def _cublas_matrix(x, trans):
@@ -122,15 +141,18 @@ def _scalars(compute, dtype):
     return kind(1), kind(0)
 
 
-def _dot(xp, library, a, b, out):
-    """CuPy's ``dot`` for 2-D operands (``tensordot_core_v11``): ``C^T = B^T A^T`` in cuBLAS's column-major terms,
-    ``(M, K) @ (K, N)`` as an ``N x M`` product into a C-contiguous ``(M, N)``."""
+def _dot(xp, library, a, b, out, shape):
+    """CuPy's ``dot`` for operands of one or two dimensions (``tensordot_core_v11``): a vector as a one-row (left)
+    or one-column (right) matrix, then ``C^T = B^T A^T`` in cuBLAS's column-major terms, ``(M, K) @ (K, N)`` as an
+    ``N x M`` product into a C-contiguous result."""
+    a = a.reshape(1, a.size) if a.ndim == 1 else a
+    b = b.reshape(b.size, 1) if b.ndim == 1 else b
     (m, k), n = a.shape, b.shape[1]
     dtype = numpy.promote_types(a.dtype, b.dtype)
     at, trans_a, lda = _cublas_matrix(a.T.astype(dtype, copy=False), 0)  # CuPy casts in the operand's order ("K")
     b, trans_b, ldb = _cublas_matrix(b.astype(dtype, copy=False), 1)
     shared = out is not None and (xp.may_share_memory(out, a) or xp.may_share_memory(out, b))
-    c = xp.empty((m, n), dtype) if out is None or shared or not out.flags.c_contiguous else out
+    c = xp.empty(shape, dtype) if out is None or shared or not out.flags.c_contiguous else out
     compute = _compute_type(dtype)
     capability = int(backend.cupy.cuda.Device().compute_capability)
     algo = GEMM_DEFAULT_TENSOR_OP if capability >= 80 or (capability >= 70 and dtype == numpy.float16) \
@@ -146,31 +168,57 @@ def _dot(xp, library, a, b, out):
     return c
 
 
-def _batched(xp, library, a, b, out):
-    """CuPy's ``matmul`` for batches of one shape: both operands made C-contiguous (float16 as float32, summed in
-    float32 and rounded once), then one strided-batched GEMM, ``C_i^T = B_i^T A_i^T``."""
+def _batched(xp, library, a, b, out, shape):
+    """CuPy's ``matmul`` past two dimensions: a vector as a one-row or one-column matrix, leading dimensions of 1
+    added to the operand with fewer, both made C-contiguous (float16 as float32, summed in float32 and rounded
+    once), then one GEMM per matrix of the broadcast batch, ``C_i^T = B_i^T A_i^T``: a strided-batched GEMM where
+    the batches have one shape, else a batched GEMM on arrays of the matrices' addresses."""
     wanted = numpy.promote_types(a.dtype, b.dtype)
     dtype = numpy.dtype(numpy.float32) if wanted == numpy.float16 else wanted
-    a, b = xp.ascontiguousarray(a, dtype), xp.ascontiguousarray(b, dtype)
+    ndim = max(a.ndim, b.ndim)
+    a = a.reshape(1, a.size) if a.ndim == 1 else a
+    b = b.reshape(b.size, 1) if b.ndim == 1 else b
+    a = xp.ascontiguousarray(a.reshape((1,) * (ndim - a.ndim) + a.shape), dtype)
+    b = xp.ascontiguousarray(b.reshape((1,) * (ndim - b.ndim) + b.shape), dtype)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    shape = a.shape[:-1] + (n,)
+    batch = numpy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     ready = out is not None and out.dtype == dtype and out.flags.c_contiguous and not (
         xp.may_share_memory(out, a) or xp.may_share_memory(out, b))
     c = out if ready else xp.empty(shape, dtype)
-    # CuPy passes the data type (CUDA_R_32F ...) as the compute type, which cuBLAS reads as 32F or 64F: never TF32
+    matrices = c.reshape(batch + (m, n))  # a view: a vector's dimension back as a matrix's
     compute = COMPUTE_64F if dtype in DOUBLES else COMPUTE_32F
     one, zero = _scalars(compute, dtype)
-    kind = DATA_TYPES[dtype]
-    handle = _on_current_stream(library)
-    _check(library.cublasGemmStridedBatchedEx(
-        handle, OP_N, OP_N, n, m, k, ctypes.addressof(one), b.data.ptr, kind, n, k * n, a.data.ptr, kind, k, m * k,
-        ctypes.addressof(zero), c.data.ptr, kind, n, m * n, a.size // (m * k), compute, GEMM_DEFAULT))
+    if a.shape[:-2] == b.shape[:-2]:
+        # CuPy passes the data type (CUDA_R_32F ...) as the compute type, which cuBLAS reads as 32F or 64F: no TF32
+        kind = DATA_TYPES[dtype]
+        handle = _on_current_stream(library)
+        _check(library.cublasGemmStridedBatchedEx(
+            handle, OP_N, OP_N, n, m, k, ctypes.addressof(one), b.data.ptr, kind, n, k * n, a.data.ptr, kind, k,
+            m * k, ctypes.addressof(zero), matrices.data.ptr, kind, n, m * n, math.prod(batch), compute,
+            GEMM_DEFAULT))
+    else:
+        at_b, at_a, at_c = (_addresses(xp, x, batch) for x in (b, a, matrices))
+        handle = _on_current_stream(library)
+        _check(getattr(library, POINTER_BATCHED[dtype])(
+            handle, OP_N, OP_N, n, m, k, ctypes.addressof(one), at_b.data.ptr, n, at_a.data.ptr, k,
+            ctypes.addressof(zero), at_c.data.ptr, n, math.prod(batch)))
     if c is out:
         return out
     if out is None:
         return c if dtype == wanted else c.astype(wanted)
     out[...] = c
     return out
+
+
+def _addresses(xp, x, batch):
+    """CuPy's ``_mat_ptrs``: the device addresses of the matrices of C-contiguous ``x``, one for each matrix of the
+    batch ``batch`` (``uint64``, in C order); a dimension of size 1 where ``batch``'s is longer repeats its
+    matrices. Computed on the device, so that a capture records it."""
+    offsets = None
+    for size, length, stride in zip(x.shape[:-2], batch, x.strides[:-2]):
+        step = xp.arange(length, dtype=numpy.uint64) * numpy.uint64(stride if size == length else 0)
+        offsets = step if offsets is None else (offsets[:, None] + step).ravel()
+    return offsets + numpy.uint64(x.data.ptr)
 
 
 def _on_current_stream(library):

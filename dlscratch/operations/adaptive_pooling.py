@@ -9,16 +9,25 @@ products: ``y = R @ x @ C.T`` with ``R: (out_h, H)`` holding ``1/size`` across e
 and ``C: (out_w, W)`` likewise. The backward is the transpose of the same products,
 ``gx = R.T @ gy @ C``: each input element receives ``1/size`` of the gradient of every window holding it.
 
-Each product is one 2-D GEMM over the whole batch (``on_both_axes``), not ``R`` broadcast over the images: a
-CUDA graph captures a 2-D product (``cuda/blas.py``), and CuPy's broadcast one does not.
+Each product is one 2-D GEMM over the whole batch (``on_both_axes``), not ``R`` broadcast over the images, which
+CuPy makes as a batched GEMM of many small matrices after three kernels per batch dimension that list their
+addresses. ``R`` and ``C`` are made once per size, dtype and device (``window_matrices``).
 """
 
+import functools
 import math
 
 from .. import backend
 from ..engine.function import Function
 from .products import gemm
 from .shape import is_int
+
+
+@functools.cache
+def window_matrices(sizes, output_size, xp, dtype, device=None):
+    """``(R, C)`` of ``window_matrix`` for an input of ``sizes`` ``(H, W)`` pooled to ``output_size``, made once per
+    sizes, array module, dtype and device: on a GPU each is a dozen small kernels. Read them, never write them."""
+    return tuple(window_matrix(size, out, xp, dtype) for size, out in zip(sizes, output_size))
 
 
 def window_matrix(size, out, xp, dtype):
@@ -40,8 +49,8 @@ class AdaptiveAvgPool2d(Function):
 
     def forward(self, x):
         xp = backend.get_array_module(x)
-        (out_h, out_w), (h, w) = self.output_size, x.shape[-2:]
-        self.rows, self.columns = window_matrix(h, out_h, xp, x.dtype), window_matrix(w, out_w, xp, x.dtype)
+        device = getattr(getattr(x, "device", None), "id", None)  # a CuPy array's GPU
+        self.rows, self.columns = window_matrices(x.shape[-2:], self.output_size, xp, x.dtype, device)
         return on_both_axes(self.rows, x, self.columns.T)
 
     def backward(self, gy):

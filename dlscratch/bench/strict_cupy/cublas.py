@@ -1,5 +1,9 @@
 """cuBLAS on the stand-in: the C functions ``dlscratch/cuda/blas.py`` calls through ``ctypes``, on raw pointers.
 
+Three GEMMs: ``cublasGemmEx`` (one product), ``cublasGemmStridedBatchedEx`` (a batch of matrices a fixed stride
+apart) and ``cublasSgemmBatched`` with its D, C and Z kins (a batch of matrices anywhere, their addresses listed
+in device arrays, which are read when the GEMM runs).
+
 A stand-in array's ``.data.ptr`` is the address of its first element in host memory (``pointer_of``), and the
 NumPy array owning that memory is noted, so that a pointer handed to cuBLAS leads back to it (``matrix_at``). A
 GEMM here reads and writes the memory its pointers, leading dimensions and strides name, as cuBLAS does, in
@@ -49,6 +53,17 @@ OP_N, OP_T = 0, 1
 COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70
 DTYPES = {2: numpy.dtype(numpy.float16), 0: numpy.dtype(numpy.float32), 1: numpy.dtype(numpy.float64),  # CUDA_R_*
           4: numpy.dtype(numpy.complex64), 5: numpy.dtype(numpy.complex128)}  # CUDA_C_*
+#: the batched GEMMs on arrays of matrix addresses: the C type, dtype and sums of each
+POINTER_BATCHED = {"cublasSgemmBatched": ("float", numpy.dtype(numpy.float32), COMPUTE_32F),
+                   "cublasDgemmBatched": ("double", numpy.dtype(numpy.float64), COMPUTE_64F),
+                   "cublasCgemmBatched": ("cuComplex", numpy.dtype(numpy.complex64), COMPUTE_32F),
+                   "cublasZgemmBatched": ("cuDoubleComplex", numpy.dtype(numpy.complex128), COMPUTE_64F)}
+HEADER.update({name: f"cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, "
+                     f"int k, const {t}* alpha, const {t}* const Aarray[], int lda, const {t}* const Barray[], "
+                     f"int ldb, const {t}* beta, {t}* const Carray[], int ldc, int batchCount"
+               for name, (t, _, _) in POINTER_BATCHED.items()})
+C_TYPES.update({f"{const}{t}*{array}": ctypes.c_void_p for t, _, _ in POINTER_BATCHED.values()
+                for const, array in (("const ", ""), ("const ", " const"), ("", " const"))})
 #: the compute types each dtype is summed in here (cuBLAS's table of GemmEx is wider: these are what CuPy asks for)
 COMPUTES = {"e": (COMPUTE_32F,), "f": (COMPUTE_32F, COMPUTE_32F_FAST_TF32), "d": (COMPUTE_64F,),
             "F": (COMPUTE_32F, COMPUTE_32F_FAST_TF32), "D": (COMPUTE_64F,)}
@@ -145,6 +160,38 @@ def _scalar(address, compute, dtype):
     return real.from_address(address).value
 
 
+def _shapes(transa, transb, m, n, k):
+    """The column-major shapes of A, B and C in ``C = op(A) op(B)``: ``op(A): m x k``, ``op(B): k x n``."""
+    return ((k, m) if transa == OP_T else (m, k)), ((n, k) if transb == OP_T else (k, n)), (m, n)
+
+
+def _invalid(transa, transb, m, n, k, batch, leading, shapes):
+    """cuBLAS's checks of its arguments: an operation, a size, a leading dimension shorter than a column."""
+    return bool({transa, transb} - {OP_N, OP_T}) or min(m, n, k, batch) < 0 or any(
+        ld < max(1, shape[0]) for ld, shape in zip(leading, shapes))
+
+
+def _computes(one_dtype, alpha, beta, compute, dtype):
+    """Refuse, by name, what the stand-in does not compute."""
+    if not one_dtype or compute not in COMPUTES[dtype.char] or (
+            _scalar(alpha, compute, dtype), _scalar(beta, compute, dtype)) != (1, 0):
+        raise NotImplementedError("the stand-in's cuBLAS computes C = op(A) op(B) (alpha 1, beta 0) of one float "
+                                  "or complex dtype in float32 or float64 sums, what dlscratch/cuda/blas.py asks for")
+
+
+def _product(transa, transb, A, B, C, dtype, two_d):  # noqa: N803
+    """Write into ``C`` (``(batch, m, n)``, column-major views) the row-major product the call stands for,
+    ``C^T = op(B)^T op(A)^T``, as the stand-in's ``matmul`` computes it: from operands laid out as the caller's
+    (``two_d``: 2-D ones as 2-D, NumPy treats a vector apart)."""
+    left = B if transb == OP_T else B.transpose(0, 2, 1)
+    right = A if transa == OP_T else A.transpose(0, 2, 1)
+    out = C.transpose(0, 2, 1)
+    if two_d:
+        left, right, out = left[0], right[0], out[0]
+    with numpy.errstate(over="ignore"):  # a float16 sum past its range is inf, as on a GPU
+        out[...] = numpy.matmul(left, right, dtype=numpy.float32 if dtype == numpy.float16 else None)
+
+
 class Library:
     """The stand-in's libcublas: each handle's stream, and the GEMMs."""
 
@@ -175,37 +222,65 @@ class Library:
 
     def _gemm(self, handle, transa, transb, m, n, k, alpha, a, b, beta, c, batch, compute, name):
         """``C = alpha op(A) op(B) + beta C``, column-major, ``op(A): m x k``, ``op(B): k x n``, ``batch`` times."""
-        shape_a = (k, m) if transa == OP_T else (m, k)
-        shape_b = (n, k) if transb == OP_T else (k, n)
-        shapes = (shape_a, shape_b, (m, n))
-        if {transa, transb} - {OP_N, OP_T} or min(m, n, k, batch) < 0 or any(
-                matrix[2] < max(1, shape[0]) for matrix, shape in zip((a, b, c), shapes)):
-            return INVALID_VALUE  # cuBLAS's checks of its arguments: an operation, a size, a leading dimension
+        shapes = _shapes(transa, transb, m, n, k)
         dtype = DTYPES.get(c[1])
-        if dtype is None or a[1] != c[1] or b[1] != c[1] or compute not in COMPUTES[dtype.char] or (
-                _scalar(alpha, compute, dtype), _scalar(beta, compute, dtype)) != (1, 0):
-            raise NotImplementedError("the stand-in's cuBLAS computes C = op(A) op(B) (alpha 1, beta 0) of one float "
-                                      "or complex dtype in float32 or float64 sums, what dlscratch/cuda/blas.py asks "
-                                      "for")
+        if _invalid(transa, transb, m, n, k, batch, (a[2], b[2], c[2]), shapes):
+            return INVALID_VALUE
+        _computes(dtype is not None and a[1] == c[1] and b[1] == c[1], alpha, beta, compute, dtype)
         found = [matrix_at(pointer, dtype, *shape, ld, batch, stride)
                  for (pointer, _, ld, stride), shape in zip((a, b, c), shapes)]
         (A, _), (B, _), (C, _) = found  # noqa: N806
-        # the row-major product this call stands for, C^T = op(B)^T op(A)^T, computed as the stand-in's matmul
-        # computes it: from operands laid out as the caller's (2-D ones as 2-D: NumPy treats a vector apart)
-        left = B if transb == OP_T else B.transpose(0, 2, 1)
-        right = A if transa == OP_T else A.transpose(0, 2, 1)
-        out = C.transpose(0, 2, 1)
-        if name == "gemm":
-            left, right, out = left[0], right[0], out[0]
 
         def product():
-            with numpy.errstate(over="ignore"):  # a float16 sum past its range is inf, as on a GPU
-                out[...] = numpy.matmul(left, right, dtype=numpy.float32 if dtype == numpy.float16 else None)
+            _product(transa, transb, A, B, C, dtype, two_d=name == "gemm")
 
         self._launch(handle, product, [owner for _, owner in found])
         if ledger.open_ledgers:
             names = ["gemm (batched)"] if batch > 1 or name != "gemm" else ledger.gemm_kernel_names(n, m, k)
             ledger.record_all([("kernel", kernel, 1) for kernel in names])
+        return SUCCESS
+
+    def cublasSgemmBatched(self, *args):  # noqa: N802 (cuBLAS's names)
+        return self._pointer_batched("cublasSgemmBatched", *args)
+
+    def cublasDgemmBatched(self, *args):  # noqa: N802
+        return self._pointer_batched("cublasDgemmBatched", *args)
+
+    def cublasCgemmBatched(self, *args):  # noqa: N802
+        return self._pointer_batched("cublasCgemmBatched", *args)
+
+    def cublasZgemmBatched(self, *args):  # noqa: N802
+        return self._pointer_batched("cublasZgemmBatched", *args)
+
+    def _pointer_batched(self, name, handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta,  # noqa: N803
+                         Carray, ldc, batchCount):  # noqa: N803
+        """``C[i] = alpha op(A[i]) op(B[i]) + beta C[i]`` for the matrices whose device addresses the arrays
+        ``Aarray``, ``Barray``, ``Carray`` hold (read from the device when the GEMM runs, as cuBLAS reads them)."""
+        args = (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount)
+        _checked(name, args)
+        shapes = _shapes(transa, transb, m, n, k)
+        if _invalid(transa, transb, m, n, k, batchCount, (lda, ldb, ldc), shapes):
+            return INVALID_VALUE
+        _, dtype, compute = POINTER_BATCHED[name]
+        _computes(True, alpha, beta, compute, dtype)
+
+        def matrices():
+            """``[(A_i, B_i, C_i) views], [their owners and the address arrays']``, as the device holds them now."""
+            found, owners = [], []
+            for addresses, ld, shape in zip((Aarray, Barray, Carray), (lda, ldb, ldc), shapes):
+                listed, owner = matrix_at(addresses, numpy.dtype(numpy.uint64), batchCount, 1, batchCount)
+                views = [matrix_at(int(address), dtype, *shape, ld) for address in listed.ravel()]
+                found.append([view for view, _ in views])
+                owners += [owner] + [owner for _, owner in views]
+            return list(zip(*found)), owners
+
+        def product():
+            for A, B, C in matrices()[0]:  # noqa: N806
+                _product(transa, transb, A, B, C, dtype, two_d=False)
+
+        self._launch(handle, product, matrices()[1])
+        if ledger.open_ledgers:
+            ledger.record("kernel", "gemm (batched)")
         return SUCCESS
 
     def _launch(self, handle, work, arrays):
