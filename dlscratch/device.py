@@ -39,6 +39,15 @@ class device:  # noqa: N801 (PyTorch's name)
         return hash((self.type, self.index))
 
 
+def cuda_device(which=None):
+    """The GPU that ``which`` names, as a ``device``: None, ``0``, ``"cuda"``, ``"cuda:0"`` or a ``device``
+    (``Tensor.cuda(which)``, ``Module.cuda(which)``, ``cuda.Stream(which)``); any other device is refused."""
+    named = device("cuda") if which is None else device("cuda", which) if isinstance(which, int) else device(which)
+    if named.type != "cuda":
+        raise ValueError(f"expected a GPU (None, 0, 'cuda' or 'cuda:0'), got {which!r}")
+    return named
+
+
 def set_default_device(target):
     """Where new tensors are made: ``"cpu"`` or a GPU (``"cuda"``, ``"gpu"``); the backend's array module."""
     backend.use(backend.device_name(target))

@@ -1,12 +1,15 @@
 """PyTorch's ``torch.cuda`` questions, answered by the backend: is there a GPU dlscratch can use (CuPy and a
-device), and waiting for its queued work. CUDA graphs are in ``graphs.py``, as in PyTorch; ``blas.py`` makes the
-matrix products a capture records (CuPy refuses its own cuBLAS calls inside one)."""
+device), and waiting for its queued work. Streams and events are in ``streams.py``, CUDA graphs in ``graphs.py``,
+as in PyTorch; ``blas.py`` makes the matrix products a capture records (CuPy refuses its own cuBLAS calls inside
+one)."""
 
 from .. import backend
 from .graphed_callables import make_graphed_callables
 from .graphs import CUDAGraph, graph, graph_pool_handle
+from .streams import Event, Stream, current_stream, default_stream, is_current_stream_capturing, set_stream, stream
 
-__all__ = ["is_available", "device_count", "current_device", "synchronize", "CUDAGraph", "graph",
+__all__ = ["is_available", "device_count", "current_device", "synchronize", "Stream", "Event", "stream",
+           "current_stream", "default_stream", "set_stream", "is_current_stream_capturing", "CUDAGraph", "graph",
            "graph_pool_handle", "make_graphed_callables"]
 
 

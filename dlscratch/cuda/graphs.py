@@ -15,6 +15,7 @@ cache drops the plan: the graph keeps the cached plans alive while it holds its 
 """
 
 from .. import backend
+from .streams import Stream
 
 CAPTURE_ERROR_MODES = ("global", "thread_local", "relaxed")
 _retired_pools = []  # pools of graphs reset or dropped, kept while a tensor still holds their memory
@@ -48,8 +49,8 @@ class CUDAGraph:
         self._graph = self._stream = self._allocator = self._pool = self._fft_plans = None
 
     def capture_begin(self, pool=None, capture_error_mode="global", stream=None):
-        """Start capturing the GPU work issued from here on, on ``stream`` (default: a stream of the graph's own),
-        allocating from ``pool`` (default: a new pool of the graph's own).
+        """Start capturing the GPU work issued from here on, on ``stream`` (a ``dlscratch.cuda.Stream``; default: a
+        stream of the graph's own), allocating from ``pool`` (default: a new pool of the graph's own).
 
         ``capture_error_mode`` is PyTorch's argument and is checked, but CuPy captures in CUDA's relaxed mode
         whatever it says: its memory pool grows with ``cudaMalloc``, which the other modes refuse during a capture
@@ -59,11 +60,14 @@ class CUDAGraph:
         if capture_error_mode not in CAPTURE_ERROR_MODES:
             raise ValueError(f"CUDAGraph.capture_begin: capture_error_mode must be one of {CAPTURE_ERROR_MODES}, "
                              f"got {capture_error_mode!r}")
+        if stream is not None and not isinstance(stream, Stream):
+            raise TypeError(f"CUDAGraph.capture_begin: stream must be a dlscratch.cuda.Stream, got "
+                            f"{type(stream).__name__}")
         if self._graph is not None or self._stream is not None:
             raise RuntimeError("CUDAGraph: this graph already holds a capture; call reset() before capturing again")
         cuda = backend.cupy.cuda
         pool = cuda.MemoryPool() if pool is None else pool
-        stream = cuda.Stream(non_blocking=True) if stream is None else stream
+        stream = cuda.Stream(non_blocking=True) if stream is None else stream._cupy
         allocator = cuda.using_allocator(pool.malloc)
         stream.__enter__()
         allocator.__enter__()

@@ -24,6 +24,7 @@ import numpy
 
 from .. import backend
 from ..core import tensor as core
+from ..device import cuda_device
 from ..device import device as device_type
 from ..fast import kept_arrays
 from . import inplace
@@ -472,6 +473,11 @@ class Tensor(core.Tensor):
 
     def gpu(self):
         return self.to("gpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        """PyTorch's ``to("cuda")``; ``device``: None, 0, ``"cuda:0"`` or a ``dlscratch.device`` of the one GPU
+        dlscratch uses. ``non_blocking`` is taken and has no effect: CuPy's copies from the host wait."""
+        return self.to(cuda_device(device))
 
     # ----- arithmetic (an operand that is no number, array or tensor gives NotImplemented: see _operand;
     # a tensor, the usual operand, is recognised before the call) -----

@@ -21,6 +21,7 @@ from collections import OrderedDict, namedtuple
 import numpy
 
 from .. import backend
+from ..device import cuda_device
 from ..device import device as device_type
 from ..engine.grad_mode import no_grad
 from ..engine.tensor import Tensor
@@ -215,6 +216,15 @@ class Module:
         ``set_to_none=False`` fill the gradient arrays with zeros in place."""
         for p in self.parameters():
             p.zero_grad(set_to_none)
+
+    def cuda(self, device=None):
+        """PyTorch's ``to("cuda")``, in place; ``device``: None, 0, ``"cuda:0"`` or a ``dlscratch.device`` of the one
+        GPU dlscratch uses. Returns self."""
+        return self.to(cuda_device(device))
+
+    def cpu(self):
+        """``to("cpu")``, in place. Returns self."""
+        return self.to("cpu")
 
     def to(self, target):
         """Move every parameter and buffer to ``"cpu"`` or ``"gpu"`` (or ``"cuda"``, a ``device``), or cast the

@@ -647,9 +647,21 @@ __version__ = f"stand-in (numpy {numpy.__version__})"
 
 
 class _Stream:
-    def __init__(self, null=False, non_blocking=False, ptr=0):
-        self.null = null
+    """CuPy's ``cupy.cuda.Stream`` (14's arguments). Work runs when it is issued here, so a stream is done at once;
+    what it tracks is which stream is current and which one captures."""
+
+    null = None  # CuPy's object for the legacy default stream, set below
+
+    def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
+        self._legacy = null
         self.ptr = 0 if null else id(self)  # CUDA's handle of the stream; the legacy default stream's is 0
+
+    @property
+    def done(self):
+        """``cudaStreamQuery``: refused on the capturing stream, as CUDA refuses it."""
+        if capture.active is not None and capture.active.stream is self:
+            capture.refuse(capture.CAPTURE_UNSUPPORTED, "a query of the capturing stream (stream.done)")
+        return True
 
     def synchronize(self):
         _count_wait("stream.synchronize")
@@ -676,7 +688,7 @@ class _Stream:
 
     def begin_capture(self, mode=None):
         """Record the work issued on this stream as a graph instead of running it (``capture.py``)."""
-        capture.begin(self, self.null)
+        capture.begin(self, self._legacy)
 
     def end_capture(self):
         """Stop recording; the captured ``Graph``."""
@@ -687,11 +699,20 @@ class _Stream:
 
 
 class _Event:
+    """CuPy's ``cupy.cuda.Event``: the host's clock at ``record``, for ``get_elapsed_time``."""
+
     def __init__(self, block=False, disable_timing=False, interprocess=False):
-        self.time = None
+        self.time, self._capture = None, None
+
+    @property
+    def done(self):
+        """``cudaEventQuery``: refused for an event recorded in the capture in progress, as CUDA refuses it."""
+        if capture.active is not None and self._capture is capture.active:
+            capture.refuse(capture.CAPTURE_UNSUPPORTED, "a query of an event recorded in the capture (event.done)")
+        return True
 
     def record(self, stream=None):
-        self.time = time.perf_counter()
+        self.time, self._capture = time.perf_counter(), capture.active
 
     def synchronize(self):
         _count_wait("event.synchronize")
@@ -742,7 +763,7 @@ _runtime = types.SimpleNamespace(
     runtimeGetVersion=lambda: 0,
     deviceSynchronize=lambda: _count_wait("deviceSynchronize"),
 )
-_null_stream = _Stream(null=True)
+_null_stream = _Stream.null = _Stream(null=True)
 _streams = [_null_stream]  # the current stream last: ``with stream:`` pushes one, ``use()`` replaces the last
 
 

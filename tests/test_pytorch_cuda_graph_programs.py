@@ -1,0 +1,151 @@
+"""PyTorch's two ways of using CUDA graphs, as its CUDA semantics notes show them, written in PyTorch's spelling
+with only the import changed (``import dlscratch as torch``): a whole training step captured after a warm-up on a
+side stream (``torch.cuda.Stream``, ``wait_stream``, ``torch.cuda.stream``, ``torch.cuda.graph``), and parts of a
+network graphed by ``make_graphed_callables`` around Python control flow that reads the device. On the strict
+stand-in, which captures as CUDA does, each program's losses and weights equal those of the same program run
+eagerly, bit for bit; the dropout masks of each replay are those of the eager step."""
+
+from itertools import chain
+
+import numpy as np
+import pytest
+
+import dlscratch as torch
+from dlscratch.engine import switch
+
+N, D_IN, H, D_OUT, STEPS = 16, 12, 8, 3, 6
+
+
+@pytest.fixture(autouse=True)
+def on_the_fast_path(stand_in):
+    """The fast path's losses keep their targets on the device (a capture refuses the reference path's host read)."""
+    with switch.fast_path():
+        yield
+
+
+def weights(*modules):
+    return [p.detach().cpu().numpy() for m in modules for p in m.parameters()]
+
+
+def whole_network(captured):
+    """Warm up on a side stream, capture forward, backward and step into one graph, replay it on each batch."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(D_IN, H), torch.nn.Dropout(p=0.25), torch.nn.Linear(H, D_OUT),
+                                torch.nn.Dropout(p=0.1)).cuda()
+    loss_fn = torch.nn.MSELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    static_input = torch.randn(N, D_IN, device="cuda")
+    static_target = torch.randn(N, D_OUT, device="cuda")
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # the warm-up makes the optimizer's state before the capture
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(static_input), static_target).backward()
+            optimizer.step()
+    torch.cuda.current_stream().wait_stream(side)
+
+    if captured:
+        g = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)  # the captured backward makes the .grad tensors, in the graph's pool
+        with torch.cuda.graph(g):
+            static_loss = loss_fn(model(static_input), static_target)
+            static_loss.backward()
+            optimizer.step()
+
+    inputs = [torch.rand_like(static_input) for _ in range(STEPS)]
+    targets = [torch.rand_like(static_target) for _ in range(STEPS)]
+    losses = []
+    for data, target in zip(inputs, targets):
+        if captured:
+            static_input.copy_(data)
+            static_target.copy_(target)
+            g.replay()  # forward, backward and step; no zero_grad: the replay writes the .grad tensors afresh
+            losses.append(static_loss.item())
+        else:
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(data), target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    return losses, weights(model)
+
+
+def partial_network(graphed):
+    """Three Linear layers, each graphed on its own; which of the last two runs depends on a value read on the
+    host, outside every graph."""
+    torch.manual_seed(1)
+    first, second, third = (torch.nn.Linear(*sizes).cuda() for sizes in ((D_IN, H), (H, D_OUT), (H, D_OUT)))
+    loss_fn = torch.nn.MSELoss()
+    optimizer = torch.optim.SGD(chain(first.parameters(), second.parameters(), third.parameters()), lr=0.1)
+    x = torch.randn(N, D_IN, device="cuda")
+    h = torch.randn(N, H, device="cuda", requires_grad=True)
+    layers = (first, second, third)
+    if graphed:
+        layers = (torch.cuda.make_graphed_callables(first, (x,)), torch.cuda.make_graphed_callables(second, (h,)),
+                  torch.cuda.make_graphed_callables(third, (h,)))
+
+    inputs = [torch.randn_like(x) for _ in range(STEPS)]
+    targets = [torch.randn(N, D_OUT, device="cuda") for _ in range(STEPS)]
+    losses, branches = [], []
+    for data, target in zip(inputs, targets):
+        optimizer.zero_grad(set_to_none=True)
+        hidden = layers[0](data)
+        branch = 1 if hidden.sum().item() > 0 else 2
+        loss = loss_fn(layers[branch](hidden), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        branches.append(branch)
+    return losses, branches, weights(first, second, third)
+
+
+def test_pytorchs_whole_network_capture_gives_the_eager_training_bit_for_bit():
+    eager_losses, eager_weights = whole_network(captured=False)
+    losses, replayed_weights = whole_network(captured=True)
+    assert len(set(eager_losses)) == STEPS, "each batch should give its own loss"
+    assert losses == eager_losses
+    assert all(np.array_equal(a, b) for a, b in zip(eager_weights, replayed_weights))
+
+
+def test_pytorchs_partial_network_capture_gives_the_eager_training_bit_for_bit():
+    eager_losses, eager_branches, eager_weights = partial_network(graphed=False)
+    losses, branches, graphed_weights = partial_network(graphed=True)
+    assert set(eager_branches) == {1, 2}, "the data should take both branches"
+    assert (losses, branches) == (eager_losses, eager_branches)
+    assert all(np.array_equal(a, b) for a, b in zip(eager_weights, graphed_weights))
+
+
+def test_streams_and_events_have_pytorchs_rules():
+    """A wait and a query inside a capture are what CUDA refuses; an event marks a stream's work for another."""
+    side, main = torch.cuda.Stream(), torch.cuda.current_stream()
+    assert main == torch.cuda.default_stream() and main.cuda_stream == 0 and side != main
+    assert side.device == torch.device("cuda:0") and side.query()
+    done = side.record_event()
+    main.wait_event(done)
+    assert done.query()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0
+    with pytest.raises(RuntimeError, match="enable_timing=True"):
+        torch.cuda.Event().elapsed_time(end)
+    with torch.cuda.stream(side):
+        assert torch.cuda.current_stream() == side and not torch.cuda.is_current_stream_capturing()
+    assert torch.cuda.current_stream() == main
+    g = torch.cuda.CUDAGraph()
+    for breach in (lambda s: s.synchronize(), lambda s: s.query(), lambda s: s.record_event().query()):
+        with pytest.raises(RuntimeError, match="^cudaErrorStreamCaptureUnsupported"):
+            with torch.cuda.graph(g, stream=side):
+                assert torch.cuda.is_current_stream_capturing() and torch.cuda.current_stream() == side
+                breach(side)
+    with torch.cuda.graph(g, stream=side):
+        other = torch.cuda.Stream()
+        other.wait_stream(side)  # a dependency, which a graph records
+        other.query()  # another stream than the capturing one: CuPy captures in relaxed mode
+    with pytest.raises(TypeError, match="dlscratch.cuda.Stream"):
+        torch.cuda.graph(torch.cuda.CUDAGraph(), stream="side").__enter__()
+    with pytest.raises(ValueError, match="expected a GPU"):
+        torch.cuda.Stream(device="cpu")
