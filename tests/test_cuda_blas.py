@@ -251,7 +251,7 @@ def test_a_gemm_on_another_stream_than_the_capturing_one_is_refused(stand_in):
     with stream:
         stream.begin_capture()
         try:
-            with pytest.raises(cupy.cuda.runtime.CUDARuntimeError, match="^cudaErrorStreamCaptureImplicit"):
+            with pytest.raises(NotImplementedError, match="^a GEMM on another stream than the capturing one"):
                 library.cublasGemmEx(1, 0, 0, 4, 4, 4, ctypes.addressof(one), a.data.ptr, 0, 4, a.data.ptr, 0, 4,
                                      ctypes.addressof(zero), a.data.ptr, 0, 4, blas.COMPUTE_32F, blas.GEMM_DEFAULT)
         finally:

@@ -259,16 +259,20 @@ def test_a_users_broadcast_product_and_its_backward_capture_and_replay_the_eager
 
 
 def test_the_stand_in_refuses_the_legacy_stream_and_work_on_another_stream(stand_in):
+    """CUDA cannot capture the legacy default stream, and refuses its work while a blocking stream captures; other
+    work on another stream it runs outside the graph, which the stand-in, capturing one stream, refuses by name."""
     cupy = stand_in
     with pytest.raises(cupy.cuda.runtime.CUDARuntimeError, match="^cudaErrorStreamCaptureUnsupported"):
         cupy.cuda.get_current_stream().begin_capture()  # the legacy default stream
-    stream = cupy.cuda.Stream(non_blocking=True)
     a = cupy.ones(3, dtype=np.float32)
-    stream.begin_capture()
-    with pytest.raises(cupy.cuda.runtime.CUDARuntimeError, match="^cudaErrorStreamCaptureImplicit"):
-        a + 1  # issued on the current stream, the legacy one, not the capturing one
-    graph = stream.end_capture()
-    assert len(graph) == 0
+    for stream, refusal, message in (
+            (cupy.cuda.Stream(), cupy.cuda.runtime.CUDARuntimeError, "^cudaErrorStreamCaptureImplicit"),
+            (cupy.cuda.Stream(non_blocking=True), NotImplementedError, "^work on another stream than the capturing")):
+        stream.begin_capture()
+        with pytest.raises(refusal, match=message):
+            a + 1  # issued on the current stream, the legacy one, not the capturing one
+        graph = stream.end_capture()
+        assert len(graph) == 0
 
 
 def test_a_graph_replays_on_the_memory_it_captured(stand_in):

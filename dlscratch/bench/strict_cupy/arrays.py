@@ -653,7 +653,7 @@ class _Stream:
     null = None  # CuPy's object for the legacy default stream, set below
 
     def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
-        self._legacy = null
+        self._legacy, self.blocking = null, not non_blocking
         self.ptr = 0 if null else id(self)  # CUDA's handle of the stream; the legacy default stream's is 0
 
     @property

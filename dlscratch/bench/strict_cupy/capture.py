@@ -14,7 +14,8 @@ the device, so a replay advances it as an eager draw would). A draw of CuPy's le
 (``cupy.random.rand``...) replays the numbers it drew at the capture, as cuRAND's host-side generator does on a GPU.
 What CUDA refuses while a stream captures, the stand-in refuses with CUDA's error name (``CUDARuntimeError``):
 reading a value on the host (``float(x)``, ``.get()``, ``bool(x)``), waiting for the device, copying from the host,
-capturing the legacy default stream, or issuing work on another stream than the one capturing.
+capturing the legacy default stream, or its work while a blocking stream captures. Work on any other stream than
+the capturing one, which CUDA would run outside the graph, the stand-in refuses by name (``refuse_other_stream``).
 
 The launch ledger (``bench/ledger.py``) sees no launch while a stream captures: the capture's events go to a ledger
 of its own, and each ``launch()`` counts one "graph" event that names the nodes.
@@ -63,6 +64,21 @@ def refuse_library(library):
     raise NotImplementedError(f"calling {library} API during stream capture is currently unsupported")
 
 
+def refuse_other_stream(pointer, what):
+    """Refuse ``what``, issued on the stream whose handle is ``pointer`` while another stream captures. CUDA refuses
+    the legacy default stream's work while a blocking stream captures (it would wait for the capture). Any other
+    such work CUDA runs at once, outside the graph, unless its stream joined the capture by waiting for an event
+    recorded in it; the stand-in captures one stream, and refuses both rather than run work that a replay would
+    leave out."""
+    if pointer == 0 and active.stream.blocking:
+        refuse(CAPTURE_IMPLICIT, f"{what} on the legacy default stream")
+    raise NotImplementedError(
+        f"{what} on another stream than the capturing one, inside a CUDA graph capture: on a GPU it would run now, "
+        "outside the graph, and no replay would redo it (or, if its stream waited for an event of the capture, be "
+        "captured too); the stand-in captures one stream and refuses it. Issue the capture's work on the stream "
+        "that captures (dlscratch.cuda.graph makes it the current stream)")
+
+
 def begin(stream, null):
     """Start capturing ``stream``; ``null``: it is the legacy default stream, which CUDA cannot capture."""
     global active
@@ -96,7 +112,7 @@ def run(operation, inputs, current_stream):
     """``operation()`` run inside the capture in progress; ``inputs``: the NumPy arrays it reads or writes, each
     copied at its first use so that ``end`` can undo the capture."""
     if current_stream is not active.stream:
-        refuse(CAPTURE_IMPLICIT, "work on another stream than the capturing one")
+        refuse_other_stream(current_stream.ptr, "work")
     for array in inputs:
         if array.flags.writeable and id(array) not in active.made and id(array) not in active.before:
             active.before[id(array)] = (array, array.copy())

@@ -289,7 +289,7 @@ class Library:
             work()
             return
         if self._streams.get(handle, 0) != capture.active.stream.ptr:
-            capture.refuse(capture.CAPTURE_IMPLICIT, "a GEMM on another stream than the capturing one")
+            capture.refuse_other_stream(self._streams.get(handle, 0), "a GEMM")
         capture.run(work, arrays, capture.active.stream)
         capture.record(work, [], arrays)
 
