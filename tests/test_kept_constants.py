@@ -72,3 +72,22 @@ def test_on_the_stand_in_a_step_fills_no_seed_and_copies_no_scalar(stand_in):
     assert book.copies_to_device == 0 and not [row for row in book.by_site() if row[2].startswith("fill")], (
         book.table())
     assert numpy.allclose(backend.to_cpu(x.grad.data), 3.0)  # d(0.5 x² + 2x)/dx = x + 2, at x = 1
+
+
+def test_adaptive_pooling_keeps_its_window_matrices_but_not_ones_made_inside_a_capture(stand_in):
+    """Made inside a capture, the window matrices hold values only when the graph replays (the stand-in leaves them
+    NaN, as a GPU leaves them unwritten): a pooling first called inside a capture must make them again after it.
+    An input shape no other test pools (13 x 11 -> 3 x 2), so that nothing was kept before."""
+    x = dlscratch.tensor(numpy.arange(2 * 13 * 11, dtype=numpy.float32).reshape(1, 2, 13, 11)).to("gpu")
+    expected = dlscratch.nn.functional.adaptive_avg_pool2d(x.to("cpu"), (3, 2)).numpy()
+    graph = dlscratch.cuda.CUDAGraph()
+    with dlscratch.cuda.graph(graph):
+        captured = dlscratch.nn.functional.adaptive_avg_pool2d(x, (3, 2))
+    with backend.ledger() as first:  # before any replay has written what the capture made
+        eager = dlscratch.nn.functional.adaptive_avg_pool2d(x, (3, 2))
+    numpy.testing.assert_allclose(eager.to("cpu").numpy(), expected, rtol=1e-6)
+    graph.replay()
+    numpy.testing.assert_allclose(captured.to("cpu").numpy(), expected, rtol=1e-6)
+    with backend.ledger() as second:
+        dlscratch.nn.functional.adaptive_avg_pool2d(x, (3, 2))
+    assert second.launches < first.launches  # kept from the first eager call: only the products and copies run

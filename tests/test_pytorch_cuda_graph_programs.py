@@ -2,25 +2,40 @@
 with only the import changed (``import dlscratch as torch``): a whole training step captured after a warm-up on a
 side stream (``torch.cuda.Stream``, ``wait_stream``, ``torch.cuda.stream``, ``torch.cuda.graph``), and parts of a
 network graphed by ``make_graphed_callables`` around Python control flow that reads the device. On the strict
-stand-in, which captures as CUDA does, each program's losses and weights equal those of the same program run
-eagerly, bit for bit; the dropout masks of each replay are those of the eager step."""
+stand-in, which captures as CUDA does, and on a real GPU where there is one, each program's losses and weights
+equal those of the same program run eagerly, bit for bit; the dropout masks of each replay are those of the eager
+step."""
 
+import contextlib
 from itertools import chain
 
 import numpy as np
 import pytest
 
 import dlscratch as torch
+from dlscratch import backend
 from dlscratch.engine import switch
 
 N, D_IN, H, D_OUT, STEPS = 16, 12, 8, 3, 6
 
 
-@pytest.fixture(autouse=True)
-def on_the_fast_path(stand_in):
-    """The fast path's losses keep their targets on the device (a capture refuses the reference path's host read)."""
-    with switch.fast_path():
-        yield
+@pytest.fixture(autouse=True, params=["stand-in", pytest.param("gpu", marks=pytest.mark.gpu)])
+def on_a_gpu(request):
+    """The strict stand-in, then CuPy on a real GPU (skipped without one); on the fast path, whose losses keep
+    their targets on the device (a capture refuses the reference path's host read)."""
+    if request.param == "gpu":
+        if not backend.gpu_available() or backend.strict_stand_in():
+            pytest.skip(f"no real GPU: {backend.gpu_unavailable_reason() or 'the strict stand-in plays it'}")
+        backend.use("gpu")
+        place = contextlib.nullcontext()
+    else:
+        place = backend.on_the_stand_in()
+    try:
+        with place, switch.fast_path():
+            yield request.param
+    finally:
+        if request.param == "gpu":
+            backend.use("numpy")
 
 
 def weights(*modules):

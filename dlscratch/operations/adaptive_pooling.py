@@ -26,7 +26,8 @@ from .shape import is_int
 @functools.cache
 def window_matrices(sizes, output_size, xp, dtype, device=None):
     """``(R, C)`` of ``window_matrix`` for an input of ``sizes`` ``(H, W)`` pooled to ``output_size``, made once per
-    sizes, array module, dtype and device: on a GPU each is a dozen small kernels. Read them, never write them."""
+    sizes, array module, dtype and device: on a GPU each is a dozen small kernels. Read them, never write them, and
+    never call this inside a CUDA graph capture (what is made there holds values only when the graph replays)."""
     return tuple(window_matrix(size, out, xp, dtype) for size, out in zip(sizes, output_size))
 
 
@@ -49,8 +50,12 @@ class AdaptiveAvgPool2d(Function):
 
     def forward(self, x):
         xp = backend.get_array_module(x)
-        device = getattr(getattr(x, "device", None), "id", None)  # a CuPy array's GPU
-        self.rows, self.columns = window_matrices(x.shape[-2:], self.output_size, xp, x.dtype, device)
+        if backend.capturing():  # made inside a CUDA graph capture, they hold values only when the graph replays
+            self.rows, self.columns = (window_matrix(size, out, xp, x.dtype)
+                                       for size, out in zip(x.shape[-2:], self.output_size))
+        else:
+            device = getattr(getattr(x, "device", None), "id", None)  # a CuPy array's GPU
+            self.rows, self.columns = window_matrices(x.shape[-2:], self.output_size, xp, x.dtype, device)
         return on_both_axes(self.rows, x, self.columns.T)
 
     def backward(self, gy):
