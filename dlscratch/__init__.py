@@ -110,6 +110,7 @@ from . import (  # noqa: E402
     optim,
     utils,
 )
+from .amp import GradScaler, autocast, get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled  # noqa: E402
 from .engine.switch import fast_path_enabled, reference  # noqa: E402
 
 for _name in ("bias_relu", "conv", "dropout", "elementwise", "im2col", "loss", "lstm", "lstm_layer", "matmul",
@@ -120,13 +121,14 @@ del _name
 # float, int, bool, abs, all, any, max, min and sum are attributes, as in PyTorch, but not in __all__: a star
 # import must not hide the builtins
 __all__ = [
-    "accelerator", "add", "allclose", "arange", "argmax", "argmin", "as_tensor", "backend", "backends", "cat",
-    "cdouble", "cfloat", "clamp", "complex128", "complex64", "cos", "cuda", "data", "device", "div", "double",
+    "accelerator", "add", "allclose", "arange", "argmax", "argmin", "as_tensor", "autocast", "backend", "backends",
+    "cat", "cdouble", "cfloat", "clamp", "complex128", "complex64", "cos", "cuda", "data", "device", "div", "double",
     "enable_grad", "exp", "eye", "fast_path_enabled", "flatten", "float16", "float32", "float64", "from_numpy", "full",
-    "Function", "functional", "Generator", "generator", "get_default_device", "gradcheck", "GradcheckError",
-    "GradcheckReport", "half", "int16", "int32", "int64", "int8", "is_grad_enabled", "linspace", "load", "log", "log10",
-    "long", "manual_seed", "matmul", "mean", "mul", "multinomial", "nn", "no_grad", "numel", "ones",
-    "ones_like", "optim", "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference", "save",
-    "set_default_device", "set_grad_enabled", "short", "sigmoid", "sin", "sqrt", "stack", "sub", "tan", "tanh",
-    "Tensor", "tensor", "training", "uint8", "utils", "zeros", "zeros_like",
+    "Function", "functional", "generator", "Generator", "get_autocast_dtype", "get_default_device", "gradcheck",
+    "GradcheckError", "GradcheckReport", "GradScaler", "half", "int16", "int32", "int64", "int8",
+    "is_autocast_cache_enabled", "is_autocast_enabled", "is_grad_enabled", "linspace", "load", "log", "log10", "long",
+    "manual_seed", "matmul", "mean", "mul", "multinomial", "nn", "no_grad", "numel", "ones", "ones_like", "optim",
+    "rand", "rand_like", "randint", "randn", "randn_like", "randperm", "reference", "save", "set_default_device",
+    "set_grad_enabled", "short", "sigmoid", "sin", "sqrt", "stack", "sub", "tan", "tanh", "Tensor", "tensor",
+    "training", "uint8", "utils", "zeros", "zeros_like"
 ]

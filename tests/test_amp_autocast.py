@@ -34,6 +34,11 @@ def xp(request):
             yield stand_in
 
 
+def device_type(xp):
+    """Where ``xp``'s arrays live, as autocast names it."""
+    return "cpu" if xp is numpy else "cuda"
+
+
 def leaf(xp, *shape, dtype=numpy.float32, seed=0, requires_grad=True):
     rng = numpy.random.default_rng(seed)
     return Tensor(xp.asarray(rng.standard_normal(shape).astype(dtype)), requires_grad=requires_grad, dtype=dtype)
@@ -68,7 +73,7 @@ def test_products_compute_in_float16_inside_and_float32_outside(name, path, xp):
     shapes, op = LOW_PRECISION_OPS[name]
     inputs = [leaf(xp, *shape, seed=i) for i, shape in enumerate(shapes)]
     exact = op(*inputs)
-    with autocast():
+    with autocast(device_type(xp), F16):
         low = op(*inputs)
     assert exact.dtype == F32 and low.dtype == F16 and low.shape == exact.shape
     scale = numpy.abs(host(exact)).max()
@@ -79,7 +84,7 @@ def test_products_compute_in_float16_inside_and_float32_outside(name, path, xp):
 def test_sensitive_ops_compute_in_float32_inside_and_follow_inputs_outside(name, path, xp):
     x16 = leaf(xp, 4, 5, dtype=numpy.float16)
     outside = FLOAT32_OPS[name](x16)
-    with autocast():
+    with autocast(device_type(xp), F16):
         inside = FLOAT32_OPS[name](x16)
     assert outside.dtype == F16 and inside.dtype == F32
     exact = FLOAT32_OPS[name](x16.astype(numpy.float32))
@@ -88,7 +93,7 @@ def test_sensitive_ops_compute_in_float32_inside_and_follow_inputs_outside(name,
 
 def test_elementwise_ops_follow_their_inputs(path, xp):
     x16, x32 = leaf(xp, 3, 4, dtype=numpy.float16), leaf(xp, 3, 4, seed=1)
-    with autocast():
+    with autocast(device_type(xp), F16):
         assert x16.relu().dtype == F16 and (x16 * 2.0).dtype == F16 and x32.tanh().dtype == F32
         assert (x16 + x32).dtype == F32  # the promotion rule of dtypes.py
         assert F.max_pool2d(leaf(xp, 1, 1, 4, 4, dtype=numpy.float16), 2).dtype == F16
@@ -96,7 +101,7 @@ def test_elementwise_ops_follow_their_inputs(path, xp):
 
 def test_float64_and_integer_inputs_are_not_cast(path, xp):
     a, b = leaf(xp, 3, 4, dtype=numpy.float64), leaf(xp, 4, 2, dtype=numpy.float64, seed=1)
-    with autocast():
+    with autocast(device_type(xp), F16):
         assert (a @ b).dtype == F64
         assert F.sum(a).dtype == F64
         assert F.cross_entropy(leaf(xp, 2, 3), Tensor(xp.asarray(numpy.array([2, 0])))).dtype == F32
@@ -106,7 +111,7 @@ def test_outside_autocast_the_graph_has_no_cast_nodes(path, xp):
     x, w, b = leaf(xp, 4, 6), leaf(xp, 3, 6, seed=1), leaf(xp, 3, seed=2)
     y = F.linear(x, w, b)
     assert type(y.creator).__name__ == "Linear" and list(y.creator.inputs) == [x, w, b]
-    with autocast():
+    with autocast(device_type(xp), F16):
         y = F.linear(x, w, b)
     assert [type(t.creator).__name__ for t in y.creator.inputs] == ["Cast"] * 3
     assert [t.creator.inputs[0] for t in y.creator.inputs] == [x, w, b]
@@ -128,7 +133,7 @@ def test_outside_autocast_not_one_more_launch(path):
     public = step_events(F.conv2d, F.linear, F.cross_entropy)
     bare = step_events(F.conv2d.__wrapped__, F.linear.__wrapped__, F.cross_entropy.__wrapped__)  # undecorated
     assert public == bare and public["kernel"] > 0
-    with autocast():
+    with backend.on_the_stand_in(), autocast("cuda"):
         mixed = step_events(F.conv2d, F.linear, F.cross_entropy)
     assert mixed["kernel"] > public["kernel"]  # the casts, forward and backward
 
@@ -146,7 +151,7 @@ def test_a_parameter_is_cast_once_per_block_and_its_gradients_add_up(path, xp):
     grads = {}
     for cache_enabled in (True, False):
         lin.zero_grad()
-        with autocast(cache_enabled=cache_enabled):
+        with autocast(device_type(xp), F16, cache_enabled=cache_enabled):
             y1, y2 = lin(x1), lin(x2)
         assert (cast_weight(y1) is cast_weight(y2)) == cache_enabled
         (y1.float().sum() + (y2.float() * 2).sum()).backward()
@@ -162,7 +167,7 @@ def test_a_parameter_is_cast_once_per_block_on_the_device():
         batches = [leaf(stand_in, 4, 6, seed=s, requires_grad=False) for s in range(3)]
         launches = {}
         for cache_enabled in (True, False):
-            with backend.ledger() as book, autocast(cache_enabled=cache_enabled):
+            with backend.ledger() as book, autocast("cuda", cache_enabled=cache_enabled):
                 for x in batches:
                     model(x)
             launches[cache_enabled] = book.total("kernel")
@@ -173,7 +178,7 @@ def test_a_parameter_is_cast_once_per_block_on_the_device():
 def test_a_parameter_written_in_the_block_is_cast_again(path):
     lin, x = nn.Linear(6, 3), leaf(numpy, 4, 6)
     lin.weight.grad = Tensor(numpy.ones((3, 6), numpy.float32))
-    with autocast():
+    with autocast("cpu", F16):
         before = lin(x)
         optim.SGD([lin.weight], lr=0.5).step()  # an in-place write: the version moves
         after = lin(x)
@@ -183,7 +188,7 @@ def test_a_parameter_written_in_the_block_is_cast_again(path):
 
 def test_a_cast_made_without_recording_is_not_reused_to_record(path):
     lin, x = nn.Linear(6, 3), leaf(numpy, 4, 6)
-    with autocast():
+    with autocast("cpu", F16):
         with no_grad():
             lin(x)
         lin(x).float().sum().backward()
@@ -192,14 +197,14 @@ def test_a_cast_made_without_recording_is_not_reused_to_record(path):
 
 def test_the_kept_casts_go_when_the_outermost_block_ends(path):
     lin, x = nn.Linear(6, 3), leaf(numpy, 4, 6)
-    with autocast():
+    with autocast("cpu", F16):
         first = cast_weight(lin(x))
-        with autocast(enabled=False):
+        with autocast("cpu", F16, enabled=False):
             lin(x)
-        with autocast():
+        with autocast("cpu", F16):
             assert cast_weight(lin(x)) is first  # an inner block keeps the outer block's casts
         assert cast_weight(lin(x)) is first
-    with autocast():
+    with autocast("cpu", F16):
         assert cast_weight(lin(x)) is not first
 
 
@@ -210,11 +215,11 @@ def test_two_backward_passes_in_one_block_each_reach_the_parameter(path, xp):
     separately = []
     for x in batches:
         lin.zero_grad()
-        with autocast():
+        with autocast(device_type(xp), F16):
             lin(x).float().sum().backward()
         separately.append(host(lin.weight.grad))
     lin.zero_grad()
-    with autocast():
+    with autocast(device_type(xp), F16):
         for x in batches:  # gradient accumulation inside one block: one kept cast, two backward passes
             lin(x).float().sum().backward()
     numpy.testing.assert_array_equal(host(lin.weight.grad), separately[0] + separately[1])
@@ -238,7 +243,7 @@ def test_float32_parameters_get_float32_gradients_close_to_float32_training(path
     F.cross_entropy(model(x), y).backward()
     exact = [host(p.grad) for p in model.parameters()]
     model.zero_grad()
-    with autocast():
+    with autocast(device_type(xp), F16):
         logits = model(x)
         loss = F.cross_entropy(logits, y)
     assert logits.dtype == F16 and loss.dtype == F32
@@ -251,46 +256,46 @@ def test_float32_parameters_get_float32_gradients_close_to_float32_training(path
 # ----- the block itself -----
 
 def test_blocks_nest_and_restore_the_outer_state():
-    assert not is_autocast_enabled()
-    with autocast():
-        assert is_autocast_enabled() and get_autocast_dtype() == F16
-        with autocast(enabled=False):
-            assert not is_autocast_enabled()
+    assert not is_autocast_enabled("cpu")
+    with autocast("cpu", F16):
+        assert is_autocast_enabled("cpu") and get_autocast_dtype("cpu") == F16
+        with autocast("cpu", F16, enabled=False):
+            assert not is_autocast_enabled("cpu")
             ones = Tensor(numpy.ones((2, 3), numpy.float32))
             assert F.linear(ones, ones).dtype == F32
-        assert is_autocast_enabled()
-        with pytest.raises(RuntimeError, match="inside"), autocast(enabled=False):
+        assert is_autocast_enabled("cpu")
+        with pytest.raises(RuntimeError, match="inside"), autocast("cpu", F16, enabled=False):
             raise RuntimeError("inside")
-        assert is_autocast_enabled()
-    assert not is_autocast_enabled()
+        assert is_autocast_enabled("cpu")
+    assert not is_autocast_enabled("cpu")
 
 
 def test_autocast_decorates_a_function():
-    @autocast()
+    @autocast("cpu", F16)
     def forward(a, b):
-        assert is_autocast_enabled()
+        assert is_autocast_enabled("cpu")
         return a @ b
 
     a = Tensor(numpy.ones((2, 3), numpy.float32))
     assert forward(a, a.T).dtype == F16
-    assert not is_autocast_enabled() and (a @ a.T).dtype == F32
+    assert not is_autocast_enabled("cpu") and (a @ a.T).dtype == F32
 
 
 def test_the_state_belongs_to_one_thread():
     seen, both_inside = {}, threading.Barrier(2)
 
     def other():
-        seen["other at start"] = is_autocast_enabled()
-        with autocast(enabled=False):
+        seen["other at start"] = is_autocast_enabled("cpu")
+        with autocast("cpu", F16, enabled=False):
             both_inside.wait()
-            seen["other inside"] = is_autocast_enabled()
+            seen["other inside"] = is_autocast_enabled("cpu")
             both_inside.wait()
 
-    with autocast():
+    with autocast("cpu", F16):
         thread = threading.Thread(target=other)
         thread.start()
         both_inside.wait()
-        seen["main"] = is_autocast_enabled()
+        seen["main"] = is_autocast_enabled("cpu")
         both_inside.wait()
         thread.join()
     assert seen == {"other at start": False, "other inside": False, "main": True}
@@ -304,13 +309,63 @@ def test_the_state_belongs_to_one_thread():
 ])
 def test_bad_dtypes_are_refused(dtype, error, message):
     with pytest.raises(error) as caught:
-        autocast(dtype)
+        autocast("cpu", dtype)
     assert message in str(caught.value)
 
 
 def test_enabled_must_be_a_bool():
     with pytest.raises(TypeError, match="enabled must be True or False, got 'yes'"):
-        autocast(enabled="yes")
+        autocast("cpu", F16, enabled="yes")
+
+
+# ----- PyTorch's device types -----
+
+def test_each_device_type_casts_only_the_operations_on_its_device():
+    a = leaf(numpy, 4, 6)
+    with backend.on_the_stand_in() as stand_in:
+        g = leaf(stand_in, 4, 6)
+        with autocast("cuda"):  # float16 by default on CUDA, as in PyTorch
+            assert is_autocast_enabled() and not is_autocast_enabled("cpu") and get_autocast_dtype("cuda") == F16
+            assert (g @ g.T).dtype == F16 and (a @ a.T).dtype == F32
+            with autocast("cpu", F16):
+                assert (g @ g.T).dtype == F16 and (a @ a.T).dtype == F16
+                with autocast("cuda", enabled=False):
+                    assert (g @ g.T).dtype == F32 and (a @ a.T).dtype == F16
+            assert (a @ a.T).dtype == F32
+        assert (g @ g.T).dtype == F32 and not is_autocast_enabled()
+
+
+def test_pytorchs_spellings_reach_one_autocast():
+    import dlscratch
+    assert dlscratch.autocast is autocast and dlscratch.GradScaler is GradScaler
+    assert dlscratch.is_autocast_enabled is is_autocast_enabled and dlscratch.get_autocast_dtype is get_autocast_dtype
+    with backend.on_the_stand_in():
+        with pytest.warns(FutureWarning, match=r"use dlscratch.amp.autocast\('cuda', args...\)"):
+            old = dlscratch.cuda.amp.autocast(cache_enabled=False)
+        assert isinstance(old, autocast) and old.device_type == "cuda" and old.dtype == F16
+        assert not old.cache_enabled
+        with pytest.warns(FutureWarning, match="GradScaler"):
+            assert dlscratch.cuda.amp.GradScaler(init_scale=8.0).get_scale() == 8.0
+
+
+@pytest.mark.parametrize("device_type, error, message", [
+    ("cpu", ValueError, "bfloat16"),  # PyTorch's CPU default, which NumPy lacks
+    ("tpu", ValueError, "unknown device 'tpu'"),
+    (0, TypeError, "device_type must be a str, 'cuda' or 'cpu', got 0"),
+])
+def test_device_types_without_a_dtype_here_are_refused(device_type, error, message):
+    with pytest.raises(error, match=message):
+        autocast(device_type)
+
+
+def test_cuda_autocast_without_a_gpu_warns_and_is_disabled_as_pytorchs(monkeypatch):
+    monkeypatch.setattr(backend, "gpu_available", lambda: False)
+    monkeypatch.setattr(backend, "gpu_unavailable_reason", lambda: "no GPU here")
+    with pytest.warns(UserWarning, match=r"no usable GPU \(no GPU here\): disabled"):
+        block = autocast("cuda")
+    with block:
+        assert not is_autocast_enabled("cuda")
+    autocast("cuda", enabled=False)  # nothing to warn of
 
 
 # ----- float16 models: half, float, double -----
@@ -372,16 +427,16 @@ def mnist_accuracy(data, mixed, epochs=2, batch=100):
     manual_seed(0)
     model = nn.Sequential(nn.Linear(196, 32), nn.ReLU(), nn.Linear(32, 10))
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    scaler = GradScaler(enabled=mixed)
+    scaler = GradScaler("cpu", enabled=mixed)
     for _ in range(epochs):
         for i in range(0, len(x), batch):
             opt.zero_grad()
-            with autocast(enabled=mixed):
+            with autocast("cpu", F16, enabled=mixed):
                 loss = F.cross_entropy(model(Tensor(x[i:i + batch])), Tensor(y[i:i + batch]))
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
-    with autocast(enabled=mixed):
+    with autocast("cpu", F16, enabled=mixed):
         logits = model(Tensor(x_test)).detach()
     assert logits.dtype == (F16 if mixed else F32)
     accuracy = float((logits.numpy().argmax(axis=1) == y_test).mean())

@@ -62,7 +62,7 @@ class AutocastMLP(nn.Module):
         self.layers = nn.Sequential(nn.Linear(INPUT, 16), nn.ReLU(), nn.Linear(16, outputs))
 
     def forward(self, x):
-        with dlscratch.amp.autocast():
+        with dlscratch.amp.autocast("cuda"):
             return self.layers(x)
 
 

@@ -150,7 +150,7 @@ def test_under_autocast_the_pairs_fuse_in_float16_with_the_unfused_numbers(stand
     model, x = build(name)
     results = {}
     for how, compute in (("fused", model), ("unfused", one_by_one(model))):
-        with amp.autocast(), B.ledger() as book:
+        with amp.autocast("cuda"), B.ledger() as book:
             results[how] = forward_backward(twice(compute), model, x)  # the second use reuses the kept casts
         assert (FUSED in kernels_of(book)) == (how == "fused")
     assert results["fused"][0].dtype == np.float16

@@ -375,3 +375,17 @@ def test_one_hot_marks_each_index_in_a_row_of_zeros(backend):
 def test_one_hot_refuses_what_is_not_int64_class_indices(labels, kwargs, error, message):
     with pytest.raises(error, match=message):
         F.one_hot(dlscratch.tensor(labels), **kwargs)
+
+
+def test_rand_and_randn_make_float16_which_the_array_generators_do_not_draw(backend):
+    """NumPy's and CuPy's generators draw float32 and float64 only; PyTorch's ``rand``/``randn`` take float16 too.
+    ``rand`` stays below 1 (a float32 draw rounded to float16 could reach it) and takes all 2048 values of
+    float16's 11 bits in [0, 1)."""
+    dlscratch.manual_seed(0)
+    uniform = dlscratch.rand(20000, dtype=dlscratch.float16, device=dlscratch.get_default_device())
+    normal = dlscratch.randn_like(uniform)
+    values = B.to_cpu(uniform.data)
+    assert uniform.dtype == normal.dtype == np.float16
+    assert values.min() == 0 and values.max() < 1 and len(np.unique(values)) == 2048
+    assert np.all(values * 2048 == np.floor(values * 2048))
+    assert 0.9 < float(B.to_cpu(normal.data).astype(np.float32).std()) < 1.1

@@ -1,10 +1,12 @@
 """PyTorch's two ways of using CUDA graphs, as its CUDA semantics notes show them, written in PyTorch's spelling
 with only the import changed (``import dlscratch as torch``): a whole training step captured after a warm-up on a
 side stream (``torch.cuda.Stream``, ``wait_stream``, ``torch.cuda.stream``, ``torch.cuda.graph``), and parts of a
-network graphed by ``make_graphed_callables`` around Python control flow that reads the device. On the strict
-stand-in, which captures as CUDA does, and on a real GPU where there is one, each program's losses and weights
-equal those of the same program run eagerly, bit for bit; the dropout masks of each replay are those of the eager
-step."""
+network graphed by ``make_graphed_callables`` around Python control flow that reads the device; then both under
+mixed precision, as the notes' AMP section says (``torch.autocast``, ``torch.amp.GradScaler``; the scaler's step
+stays outside the graphs, and a graphed callable takes autocast without its cache). On the strict stand-in, which
+captures as CUDA does, and on a real GPU where there is one, each program's losses and weights equal those of the
+same program run eagerly, bit for bit; the dropout masks of each replay are those of the eager step, and a
+gradient's overflow halves the scale that the next replay multiplies by."""
 
 import contextlib
 from itertools import chain
@@ -116,6 +118,82 @@ def partial_network(graphed):
     return losses, branches, weights(first, second, third)
 
 
+def batches(static_input, static_target, overflow_at=None):
+    """``STEPS`` batches like the static ones; at ``overflow_at`` one whose float16 gradients overflow."""
+    inputs = [torch.randn_like(static_input) * (3000.0 if step == overflow_at else 1.0) for step in range(STEPS)]
+    return inputs, [torch.randn_like(static_target) for _ in range(STEPS)]
+
+
+def mixed_whole_network(captured):
+    """Forward, loss and scaled backward captured under autocast; the scaler's step and update stay eager, since
+    ``scaler.step`` reads on the host whether a gradient overflowed."""
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Linear(D_IN, H), torch.nn.ReLU(), torch.nn.Linear(H, D_OUT)).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda")
+    static_input, static_target = torch.randn(N, D_IN, device="cuda"), torch.randn(N, D_OUT, device="cuda")
+
+    def forward_backward():
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(static_input), static_target)
+        scaler.scale(loss).backward()
+        return loss
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # the warm-up makes the scaler's device scale and the optimizer's state
+            optimizer.zero_grad(set_to_none=True)
+            forward_backward()
+            scaler.step(optimizer)
+            scaler.update()
+    torch.cuda.current_stream().wait_stream(side)
+    if captured:
+        g = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(g):
+            static_loss = forward_backward()
+
+    losses, stepped, scales = [], [], []
+    for data, target in zip(*batches(static_input, static_target, overflow_at=2)):
+        static_input.copy_(data)
+        static_target.copy_(target)
+        if captured:
+            g.replay()
+            loss = static_loss
+        else:
+            optimizer.zero_grad(set_to_none=True)
+            loss = forward_backward()
+        stepped.append(scaler.step(optimizer))
+        scaler.update()
+        losses.append(loss.item())
+        scales.append(scaler.get_scale())
+    return losses, stepped, scales, weights(model)
+
+
+def mixed_partial_network(graphed):
+    """Two Linear layers, each graphed under autocast with its cache off (PyTorch's rule), trained with a scaler."""
+    torch.manual_seed(3)
+    first, second = torch.nn.Linear(D_IN, H).cuda(), torch.nn.Linear(H, D_OUT).cuda()
+    optimizer = torch.optim.SGD(chain(first.parameters(), second.parameters()), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    x, target = torch.randn(N, D_IN, device="cuda"), torch.randn(N, D_OUT, device="cuda")
+    h = torch.randn(N, H, device="cuda", dtype=torch.float16, requires_grad=True)  # as the first layer's output
+    layers = (first, second)
+    with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
+        if graphed:
+            layers = torch.cuda.make_graphed_callables((first, second), ((x,), (h,)))
+        losses, stepped = [], []
+        for data, label in zip(*batches(x, target, overflow_at=3)):
+            optimizer.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(layers[1](layers[0](data).relu()), label)
+            scaler.scale(loss).backward()
+            stepped.append(scaler.step(optimizer))
+            scaler.update()
+            losses.append(loss.item())
+    return losses, stepped, scaler.get_scale(), weights(first, second)
+
+
 def test_pytorchs_whole_network_capture_gives_the_eager_training_bit_for_bit():
     eager_losses, eager_weights = whole_network(captured=False)
     losses, replayed_weights = whole_network(captured=True)
@@ -130,6 +208,32 @@ def test_pytorchs_partial_network_capture_gives_the_eager_training_bit_for_bit()
     assert set(eager_branches) == {1, 2}, "the data should take both branches"
     assert (losses, branches) == (eager_losses, eager_branches)
     assert all(np.array_equal(a, b) for a, b in zip(eager_weights, graphed_weights))
+
+
+@pytest.fixture
+def overflows_are_quiet():
+    """One batch overflows float16 on purpose: NumPy warns of it (on the stand-in), a GPU does not."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        yield
+
+
+def test_pytorchs_mixed_precision_captures_give_the_eager_training_bit_for_bit(overflows_are_quiet):
+    eager = mixed_whole_network(captured=False)
+    assert eager[1] == [True, True, False, True, True, True], "the third batch's gradients should overflow"
+    assert eager[2] == [65536.0] * 2 + [32768.0] * 4
+    replayed = mixed_whole_network(captured=True)
+    assert replayed[:3] == eager[:3]
+    assert all(np.array_equal(a, b) for a, b in zip(eager[3], replayed[3]))
+    eager, graphed = mixed_partial_network(graphed=False), mixed_partial_network(graphed=True)
+    assert eager[1].count(False) == 1 and eager[2] == 32768.0
+    assert graphed[:3] == eager[:3]
+    assert all(np.array_equal(a, b) for a, b in zip(eager[3], graphed[3]))
+
+
+def test_graphed_callables_refuse_autocasts_cache():
+    layer, x = torch.nn.Linear(D_IN, H).cuda(), torch.randn(N, D_IN, device="cuda")
+    with torch.autocast("cuda"), pytest.raises(RuntimeError, match="cache_enabled=False"):
+        torch.cuda.make_graphed_callables(layer, (x,))
 
 
 def test_streams_and_events_have_pytorchs_rules():

@@ -103,7 +103,7 @@ def workload():
     data = dlscratch.data.TensorDataset(rng.standard_normal((16, 12)).astype(np.float32), rng.integers(0, 4, 16))
     dlscratch.training.fit(mlp, F.cross_entropy, optim.SGD(mlp.parameters(), lr=0.1),
                            dlscratch.data.DataLoader(data, batch_size=8), epochs=1, progress=False)
-    with amp.autocast():
+    with amp.autocast("cuda"):
         F.cross_entropy(mlp(x.float()), dlscratch.tensor(B.to_gpu(rng.integers(0, 4, 6)))).backward()
 
 

@@ -147,7 +147,7 @@ def test_trailing_nones_beyond_the_inputs_are_accepted(path):
 
 # ----- 7: GradScaler stays finite in float32 -----
 def test_the_scale_never_grows_past_float32s_largest_finite_number():
-    scaler = GradScaler(init_scale=2.0**126, growth_interval=1)
+    scaler = GradScaler("cpu", init_scale=2.0**126, growth_interval=1)
     model = nn.Linear(2, 1)
     optimizer = optim.SGD(model.parameters(), lr=0.1)
     scales = []

@@ -84,7 +84,7 @@ def test_under_autocast_every_algorithm_is_as_accurate_as_im2col_and_gives_float
     errors = {}
     for algorithm in ("im2col", "winograd2", "winograd4", "fft"):
         inputs = [dlscratch.tensor(a, dtype=np.float32, requires_grad=True) for a in (x, w, b)]
-        with dlscratch.amp.autocast():
+        with dlscratch.amp.autocast("cpu", dtype=np.float16):
             y = F.conv2d(*inputs, padding=1, algorithm=algorithm)
         y.float().sum().backward()
         assert y.dtype == np.float16 and all(t.grad.dtype == np.float32 for t in inputs)

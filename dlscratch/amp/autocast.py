@@ -15,9 +15,14 @@ The lists are in ``casting_lists.py``, which wraps those operations (``engine/wr
 The casts are ordinary graph nodes (``functions.conversion.Cast``), so backward casts each gradient back:
 a float32 parameter gets a float32 ``.grad``. A training step::
 
-    with dlscratch.amp.autocast():
+    with dlscratch.autocast("cuda"):            # or dlscratch.amp.autocast, PyTorch's two names
         loss = F.cross_entropy(model(x), y)      # model(x) is float16, loss float32
     scaler.scale(loss).backward()                # see grad_scaler.py
+
+**One state per device type**, as in PyTorch: ``autocast("cuda")`` casts the operations whose inputs are on the
+GPU, ``autocast("cpu", dtype=dlscratch.float16)`` those on the CPU, and blocks of the two nest independently.
+PyTorch's CPU default is bfloat16, which NumPy has no dtype for, so on the CPU the dtype is given. Without a
+usable GPU, ``autocast("cuda")`` warns and is disabled, as PyTorch's is.
 
 The state is per thread, and a block restores the state it found. Outside every block the wrapped
 operations cost one attribute test and nothing else: no cast, no extra array or kernel launch.
@@ -35,35 +40,56 @@ counter moved) or when it was made without recording (``no_grad``) and the graph
 
 import functools
 import threading
+import warnings
 
 import numpy
 
+from .. import backend
 from ..engine.grad_mode import is_grad_enabled
 
 FLOAT32 = numpy.dtype(numpy.float32)
+DEVICE_TYPES = ("cuda", "cpu")
+_NO_BFLOAT16 = ("PyTorch's autocast on the CPU computes in bfloat16 by default, a dtype NumPy does not have: "
+                "give dtype=dlscratch.float16")
 
 
 class _AutocastState(threading.local):
-    enabled = False
-    dtype = numpy.dtype(numpy.float16)
     cache_enabled = True
+    on = False  # whether some device type's autocast is enabled: the one test outside every block
     depth = 0  # blocks entered and not yet left; the casts are kept while it is above 0
 
     def __init__(self):
+        self.enabled = dict.fromkeys(DEVICE_TYPES, False)
+        self.dtype = {"cuda": numpy.dtype(numpy.float16), "cpu": None}  # None: bfloat16 (_NO_BFLOAT16)
         self.casts = {}  # id(parameter) -> (parameter, (its array, its version, recorded?, dtype), cast)
 
 
 _state = _AutocastState()
 
 
-def is_autocast_enabled():
-    """True inside an enabled ``autocast`` block of this thread."""
-    return _state.enabled
+def _device_type(device_type, where):
+    """``"cuda"`` or ``"cpu"`` for a device type as PyTorch names it (dlscratch's ``"gpu"`` too)."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"{where}: device_type must be a str, 'cuda' or 'cpu', got {device_type!r}")
+    return "cuda" if backend.device_name(device_type) == "gpu" else "cpu"  # refuses other names
 
 
-def get_autocast_dtype():
-    """The dtype the float16 list computes in, inside an enabled block (float16)."""
-    return _state.dtype
+def is_autocast_enabled(device_type="cuda"):
+    """True inside an enabled ``autocast(device_type)`` block of this thread (PyTorch's default: CUDA's)."""
+    return _state.enabled[_device_type(device_type, "is_autocast_enabled")]
+
+
+def get_autocast_dtype(device_type):
+    """The dtype ``autocast(device_type)`` computes the float16 list in: float16 on CUDA unless a block says."""
+    dtype = _state.dtype[_device_type(device_type, "get_autocast_dtype")]
+    if dtype is None:
+        raise ValueError(_NO_BFLOAT16)
+    return dtype
+
+
+def is_autocast_cache_enabled():
+    """Whether the innermost block keeps each parameter's cast until the outermost one ends (below)."""
+    return _state.cache_enabled
 
 
 def _checked_dtype(dtype):
@@ -81,27 +107,44 @@ def _checked_dtype(dtype):
 
 
 class autocast:  # noqa: N801  (PyTorch's name)
-    """Context manager (or decorator) that turns mixed precision on, ``enabled=True``, or off, for its block.
+    """Context manager (or decorator) that turns mixed precision on, ``enabled=True``, or off, for its block,
+    for the operations on ``device_type``'s arrays: ``"cuda"`` (the GPU) or ``"cpu"``.
 
-    ``dtype``: the low precision of the float16 list, ``numpy.float16``. ``cache_enabled``: keep each
-    parameter's cast until the outermost block ends (above). Blocks nest; each restores the outer state when
-    it ends, also on an exception."""
+    ``dtype``: the low precision of the float16 list; None takes ``get_autocast_dtype(device_type)``, float16 on
+    CUDA (on the CPU give it: module docstring). ``cache_enabled``: keep each parameter's cast until the outermost
+    block ends (above); None keeps the current setting. Blocks nest; each restores the outer state when it ends,
+    also on an exception."""
 
-    def __init__(self, dtype=numpy.float16, enabled=True, cache_enabled=True):
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        self.device_type = _device_type(device_type, "autocast")
         for name, value in (("enabled", enabled), ("cache_enabled", cache_enabled)):
-            if not isinstance(value, bool):
+            if not isinstance(value, bool) and not (name == "cache_enabled" and value is None):
                 raise TypeError(f"autocast: {name} must be True or False, got {value!r}")
-        self.dtype, self.enabled, self.cache_enabled = _checked_dtype(dtype), enabled, cache_enabled
+        if dtype is None:
+            dtype = get_autocast_dtype(self.device_type)
+        self.dtype = _checked_dtype(dtype)
+        self.cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
+        if enabled and self.device_type == "cuda" and not backend.gpu_available():
+            warnings.warn(f"autocast('cuda') is enabled, but there is no usable GPU "
+                          f"({backend.gpu_unavailable_reason()}): disabled, as PyTorch does", UserWarning,
+                          stacklevel=2)
+            enabled = False
+        self.enabled = enabled
         self._outer = []
 
     def __enter__(self):
-        self._outer.append((_state.enabled, _state.dtype, _state.cache_enabled))
-        _state.enabled, _state.dtype, _state.cache_enabled = self.enabled, self.dtype, self.cache_enabled
+        device = self.device_type
+        self._outer.append((_state.enabled[device], _state.dtype[device], _state.cache_enabled))
+        _state.enabled[device], _state.dtype[device], _state.cache_enabled = self.enabled, self.dtype, \
+            self.cache_enabled
+        _state.on = any(_state.enabled.values())
         _state.depth += 1
         return self
 
     def __exit__(self, *exc_info):
-        _state.enabled, _state.dtype, _state.cache_enabled = self._outer.pop()
+        device = self.device_type
+        _state.enabled[device], _state.dtype[device], _state.cache_enabled = self._outer.pop()
+        _state.on = any(_state.enabled.values())
         _state.depth -= 1
         if _state.depth == 0:
             _state.casts.clear()
@@ -110,13 +153,14 @@ class autocast:  # noqa: N801  (PyTorch's name)
     def __call__(self, function):
         @functools.wraps(function)
         def run(*args, **kwargs):
-            with autocast(self.dtype, self.enabled, self.cache_enabled):
+            with autocast(self.device_type, self.dtype, self.enabled, self.cache_enabled):
                 return function(*args, **kwargs)
 
         return run
 
     def __repr__(self):
-        return f"autocast(dtype={self.dtype}, enabled={self.enabled}, cache_enabled={self.cache_enabled})"
+        return (f"autocast({self.device_type!r}, dtype={self.dtype}, enabled={self.enabled}, "
+                f"cache_enabled={self.cache_enabled})")
 
 
 def _cast(value, source, target):
@@ -141,20 +185,32 @@ def _same(made_from, now):
 def _casting(function, source_of, target_of):
     @functools.wraps(function)
     def call(*args, **kwargs):
-        if not _state.enabled:
+        if not _state.on:
             return function(*args, **kwargs)
-        source, target = source_of(), target_of()
+        device = _device_of(args, kwargs)
+        if device is None or not _state.enabled[device]:
+            return function(*args, **kwargs)
+        source, target = source_of(device), target_of(device)
         return function(*(_cast(a, source, target) for a in args),
                         **{name: _cast(v, source, target) for name, v in kwargs.items()})
 
     return call
 
 
+def _device_of(args, kwargs):
+    """``"cuda"`` or ``"cpu"``: where the first array among an operation's inputs lives; None without one."""
+    for value in (*args, *kwargs.values()):
+        array = getattr(value, "data", value)
+        if hasattr(array, "dtype") and hasattr(array, "shape"):
+            return "cuda" if backend.is_gpu_array(array) else "cpu"
+    return None
+
+
 def casts_to_low_precision(function):
     """Wrapper of a float16-list operation: inside ``autocast`` its float32 inputs become float16."""
-    return _casting(function, lambda: FLOAT32, get_autocast_dtype)
+    return _casting(function, lambda device: FLOAT32, lambda device: _state.dtype[device])
 
 
 def casts_to_float32(function):
     """Wrapper of a float32-list operation: inside ``autocast`` its float16 inputs become float32."""
-    return _casting(function, get_autocast_dtype, lambda: FLOAT32)
+    return _casting(function, lambda device: _state.dtype[device], lambda device: FLOAT32)

@@ -13,10 +13,17 @@ overflow the scale doubles, so it stays near the largest that works. A training 
     scaler.update()                  # halves the scale after an overflow, doubles it after a clean run
 
 Powers of two as scale and factors make scaling and unscaling exact in floating point.
+
+The scale that multiplies the loss lives on the loss's device, a 0-d float32 array that ``update`` overwrites in
+place (PyTorch's scale is a device tensor too): so a backward captured in a CUDA graph reads the current scale at
+every replay. ``unscale_`` divides the gradients in place, so a ``.grad`` that a graph writes, or a view of it, keeps
+its memory. ``step`` reads one answer from the device (was a gradient inf or NaN?): it stays outside a capture, as
+in PyTorch.
 """
 
 import math
 import numbers
+import warnings
 
 import numpy
 
@@ -53,11 +60,20 @@ class GradScaler:
     """Dynamic loss scaling for the optimizers of ``dlscratch.optim``; ``enabled=False`` makes every method a
     pass-through, so one training loop serves float32 and float16."""
 
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
+    def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        if not isinstance(device, str):
+            raise TypeError(f"GradScaler: device must be a device type, 'cuda' or 'cpu', got {device!r}")
+        self._device = "cuda" if backend.device_name(device) == "gpu" else "cpu"  # refuses other names
         _check_settings("GradScaler", "init_scale", init_scale, growth_factor, backoff_factor, growth_interval)
+        if enabled and self._device == "cuda" and not backend.gpu_available():
+            warnings.warn(f"GradScaler('cuda') is enabled, but there is no usable GPU "
+                          f"({backend.gpu_unavailable_reason()}): disabled, as PyTorch does; GradScaler('cpu') scales "
+                          "on the CPU", UserWarning, stacklevel=2)
+            enabled = False
         self._enabled = bool(enabled)
-        self._scale = float(init_scale)
+        self._scale = float(init_scale)  # the host's copy, which update() computes
+        self._on_devices = {}  # "cpu" or "cuda" -> the 0-d float32 array that scale() multiplies by
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
         self._growth_interval = int(growth_interval)
         self._growth_tracker = 0  # steps since the last overflow or growth
@@ -79,7 +95,25 @@ class GradScaler:
             return type(outputs)(self.scale(output) for output in outputs)
         if not isinstance(outputs, Tensor):
             raise TypeError(f"GradScaler.scale: expected a Tensor (the loss), got {type(outputs).__name__}")
-        return outputs * self._scale
+        return outputs * Tensor(self._scale_on(backend.get_array_module(outputs.data)))
+
+    def _scale_on(self, xp):
+        """The 0-d float32 array of the scale on ``xp``'s device, made at its first use there."""
+        device = "cpu" if xp is numpy else "cuda"  # a name, not the module: a scaler stays copyable and picklable
+        scale = self._on_devices.get(device)
+        if scale is None:
+            if backend.capturing():  # made in the capture, it would hold the scale only after a replay
+                raise RuntimeError("GradScaler.scale: first used on this device inside a CUDA graph capture; call "
+                                   "it once in the warm-up before capturing, where it makes its scale on the device")
+            scale = self._on_devices[device] = xp.full((), self._scale, dtype=numpy.float32)
+        return scale
+
+    def _set_scale(self, value):
+        """The new scale, on the host and written in place into every device's array."""
+        if value != self._scale:
+            for scale in self._on_devices.values():
+                scale.fill(value)
+        self._scale = value
 
     def unscale_(self, optimizer):
         """Divide ``optimizer``'s gradients by the scale, in place, and note whether any is inf or NaN. Once per
@@ -100,7 +134,7 @@ class GradScaler:
                 xp = backend.get_array_module(grad)
                 bad = ~xp.isfinite(grad).all()  # a device scalar: no wait for the GPU here
                 found = bad if found is None else found | bad
-                p.grad.data = grad * grad.dtype.type(inverse)
+                xp.multiply(grad, grad.dtype.type(inverse), out=grad)  # in place: the .grad keeps its memory
         self._unscaled[id(optimizer)] = found
 
     def step(self, optimizer):
@@ -126,20 +160,20 @@ class GradScaler:
         if new_scale is not None:
             if not float(new_scale) > 0:
                 raise ValueError(f"GradScaler.update: new_scale must be positive, got {new_scale}")
-            self._scale = float(new_scale)
+            self._set_scale(float(new_scale))
         else:
             if not self._stepped:
                 raise RuntimeError("GradScaler.update: no scaler.step(optimizer) since the last update()")
             overflowed = any(found is not None and bool(found) for found in self._unscaled.values())
             if overflowed:
-                self._scale *= self._backoff_factor
+                self._set_scale(self._scale * self._backoff_factor)
                 self._growth_tracker = 0
             else:
                 self._growth_tracker += 1
                 if self._growth_tracker == self._growth_interval:
                     grown = self._scale * self._growth_factor
                     if grown <= _FLOAT32_MAX:  # PyTorch keeps the scale finite in float32, where the loss is scaled
-                        self._scale = grown
+                        self._set_scale(grown)
                     self._growth_tracker = 0
         self._unscaled, self._stepped = {}, False
 
@@ -172,5 +206,6 @@ class GradScaler:
         if not (_is_int(tracker) and 0 <= tracker < interval):
             raise ValueError(f"{operation}: _growth_tracker must be an int in [0, growth_interval) = [0, {interval}), "
                              f"got {tracker!r}")
-        self._scale, self._growth_factor, self._backoff_factor = float(scale), float(growth), float(backoff)
+        self._set_scale(float(scale))
+        self._growth_factor, self._backoff_factor = float(growth), float(backoff)
         self._growth_interval, self._growth_tracker = int(interval), int(tracker)

@@ -31,7 +31,7 @@ def training(build, optimizer_of, shape, classes, steps, mixed=False):
 
     def step(model, optimizer, x, y):
         optimizer.zero_grad(set_to_none=False)
-        with autocast(enabled=mixed):
+        with autocast("cuda", enabled=mixed):
             loss = cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()

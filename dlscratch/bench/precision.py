@@ -26,6 +26,7 @@ import numpy
 
 from .. import backend, nn, optim
 from ..amp import GradScaler, autocast
+from ..device import get_default_device
 from ..engine.creation import manual_seed
 from ..engine.grad_mode import no_grad
 from ..engine.tensor import Tensor
@@ -64,7 +65,7 @@ def batch(size, seed=0):
 def inference(model, x, mixed=False):
     """``model(x)`` without a graph, inside ``autocast`` when ``mixed``; a callable that returns the logits."""
     def forward():
-        with no_grad(), autocast(enabled=mixed):
+        with no_grad(), autocast(device_type(), dtype=numpy.float16, enabled=mixed):
             return model(x)
 
     return forward
@@ -73,17 +74,22 @@ def inference(model, x, mixed=False):
 def training_step(model, x, y, mixed):
     """One SGD step on ``(x, y)``; with ``mixed``, in ``autocast`` and through a ``GradScaler``."""
     opt = optim.SGD(model.parameters(), lr=LR)
-    scaler = GradScaler(enabled=mixed)
+    scaler = GradScaler(device_type(), enabled=mixed)
 
     def step():
         opt.zero_grad()
-        with autocast(enabled=mixed):
+        with autocast(device_type(), dtype=numpy.float16, enabled=mixed):
             loss = cross_entropy(model(x), y)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
 
     return step
+
+
+def device_type():
+    """Where the backend computes, as autocast and GradScaler name it: "cuda" or "cpu"."""
+    return get_default_device().type
 
 
 def variants_of(build, size):

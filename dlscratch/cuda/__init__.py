@@ -1,9 +1,10 @@
 """PyTorch's ``torch.cuda`` questions, answered by the backend: is there a GPU dlscratch can use (CuPy and a
 device), and waiting for its queued work. Streams and events are in ``streams.py``, CUDA graphs in ``graphs.py``,
-as in PyTorch; ``blas.py`` makes the matrix products a capture records (CuPy refuses its own cuBLAS calls inside
-one)."""
+as in PyTorch, and ``amp.py`` keeps the older ``torch.cuda.amp`` spellings; ``blas.py`` makes the matrix products
+a capture records (CuPy refuses its own cuBLAS calls inside one)."""
 
 from .. import backend
+from . import amp  # noqa: F401  (dlscratch.cuda.amp, as torch.cuda.amp)
 from .graphed_callables import make_graphed_callables
 from .graphs import CUDAGraph, graph, graph_pool_handle
 from .streams import Event, Stream, current_stream, default_stream, is_current_stream_capturing, set_stream, stream

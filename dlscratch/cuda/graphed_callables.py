@@ -15,7 +15,8 @@ sample args (count, shape, dtype, device, requires_grad) and refuses others; its
 tensors, which the next call overwrites (clone one to keep it). As in PyTorch: a tuple of callables shares one
 memory pool, so they must run in the order of the tuple (and their backward in the reverse order); a module must
 have no hooks when it is graphed (hooks added later run, outside the graph); a graphed module whose training mode
-differs from the one it was graphed in runs its own forward eagerly.
+differs from the one it was graphed in runs its own forward eagerly; under ``autocast`` the cache of casts is
+off (``cache_enabled=False``), or the graphs would replay the warm-up's casts of the parameters.
 
     model = dlscratch.cuda.make_graphed_callables(model, (static_x,))  # static_x: a batch on the GPU
     loss = F.cross_entropy(model(x), y)  # x: shaped like static_x; the loss, backward and step stay eager
@@ -26,6 +27,7 @@ differs from the one it was graphed in runs its own forward eagerly.
 import functools
 
 from .. import autograd
+from ..amp.autocast import is_autocast_cache_enabled, is_autocast_enabled
 from ..autograd_function import Function
 from ..engine.creation import ones_like, zeros_like
 from ..engine.tensor import Tensor
@@ -38,6 +40,9 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unu
     tuple of them with a tuple of such tuples (then returns a tuple). A module is returned itself, its ``forward``
     replaced; a function, by a new function. ``allow_unused_input``: an argument or parameter that the outputs do
     not depend on gets no gradient (None) instead of being refused. See the module docstring for the rules."""
+    if is_autocast_enabled("cuda") and is_autocast_cache_enabled():
+        raise RuntimeError("make_graphed_callables does not take autocast's cache (a parameter's cast kept from "
+                           "the warm-up would be replayed stale): use autocast('cuda', cache_enabled=False)")
     one = not isinstance(callables, tuple)
     if one:
         callables, sample_args = (callables,), (sample_args,)

@@ -76,14 +76,23 @@ def arange(*args, dtype=None, device=None):
 def randn(*shape, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
     """Standard normal samples of ``shape``."""
     rng = array_generator(generator, _xp(device), "randn")
-    data = rng.standard_normal(_shape(shape), dtype=numpy.dtype(dtype))
+    dtype = numpy.dtype(dtype)
+    if dtype == numpy.float16:  # NumPy's and CuPy's generators draw float32 and float64 only
+        data = rng.standard_normal(_shape(shape), dtype=numpy.float32).astype(dtype)
+    else:
+        data = rng.standard_normal(_shape(shape), dtype=dtype)
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
 def rand(*shape, generator=None, dtype=DEFAULT_FLOAT, requires_grad=False, device=None):
     """Uniform samples in [0, 1) of ``shape``."""
     rng = array_generator(generator, _xp(device), "rand")
-    data = rng.random(_shape(shape), dtype=numpy.dtype(dtype))
+    dtype = numpy.dtype(dtype)
+    if dtype == numpy.float16:  # drawn in float32, cut to float16's 11 bits: rounding up could give 1.0
+        data = rng.random(_shape(shape), dtype=numpy.float32)
+        data = (backend.get_array_module(data).floor(data * 2048) / 2048).astype(dtype)
+    else:
+        data = rng.random(_shape(shape), dtype=dtype)
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 

@@ -50,12 +50,10 @@ class AdaptiveAvgPool2d(Function):
 
     def forward(self, x):
         xp = backend.get_array_module(x)
-        if backend.capturing():  # made inside a CUDA graph capture, they hold values only when the graph replays
-            self.rows, self.columns = (window_matrix(size, out, xp, x.dtype)
-                                       for size, out in zip(x.shape[-2:], self.output_size))
-        else:
-            device = getattr(getattr(x, "device", None), "id", None)  # a CuPy array's GPU
-            self.rows, self.columns = window_matrices(x.shape[-2:], self.output_size, xp, x.dtype, device)
+        device = getattr(getattr(x, "device", None), "id", None)  # a CuPy array's GPU
+        # made inside a CUDA graph capture, they hold values only when the graph replays: not kept then
+        make = window_matrices.__wrapped__ if backend.capturing() else window_matrices
+        self.rows, self.columns = make(x.shape[-2:], self.output_size, xp, x.dtype, device)
         return on_both_axes(self.rows, x, self.columns.T)
 
     def backward(self, gy):
