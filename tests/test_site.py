@@ -21,17 +21,20 @@ build_site = load_tool("build_site")
 needs_chromium = pytest.mark.skipif(
     chromium_path() is None and os.environ.get("DLSCRATCH_REQUIRE_BROWSER") != "1",
     reason="no Chromium on the PATH (Debian: apt-get install chromium); CI installs it")
-#: run in every page once it has loaded and MathJax has typeset: what a reader would see
+#: run in every page once it has loaded and MathJax has typeset: what a reader would see. MathJax typesets at the end
+#: of its startup, which on a slow machine ends after the load event, so the page is read at that end ("End").
 CHECK = r"""new Promise(done => {
-    const prose = [...document.querySelectorAll(".jp-RenderedMarkdown")].map(cell => cell.innerText).join("\n");
-    const report = () => done({
-        figures: [...document.querySelectorAll(".jp-OutputArea img")].filter(i => i.naturalWidth > 0).length,
-        broken: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80)),
-        math: document.querySelectorAll(".MathJax, .MathJax_Display").length,
-        mathErrors: document.querySelectorAll(".MathJax_Error, merror").length,
-        rawTeX: (prose.match(/\$[^$\n]{0,80}\\[a-zA-Z]+/g) || []).slice(0, 3),
-    });
-    if (window.MathJax && MathJax.Hub) MathJax.Hub.Queue(report); else report();
+    const report = () => {
+        const prose = [...document.querySelectorAll(".jp-RenderedMarkdown")].map(cell => cell.innerText).join("\n");
+        done({
+            figures: [...document.querySelectorAll(".jp-OutputArea img")].filter(i => i.naturalWidth > 0).length,
+            broken: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80)),
+            math: document.querySelectorAll(".MathJax, .MathJax_Display").length,
+            mathErrors: document.querySelectorAll(".MathJax_Error, merror").length,
+            rawTeX: (prose.match(/\$[^$\n]{0,80}\\[a-zA-Z]+/g) || []).slice(0, 3),
+        });
+    };
+    if (window.MathJax && MathJax.Hub) MathJax.Hub.Register.StartupHook("End", () => { report(); }); else report();
 })"""
 
 
